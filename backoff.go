@@ -1,0 +1,184 @@
+package httpretry
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// defaultWaitBudget is the sum of waits a constructed Backoff allows one
+// request unless WithWaitBudget or Unbudgeted says otherwise.
+const defaultWaitBudget = 30 * time.Second
+
+type backoffKind uint8
+
+const (
+	kindDefault backoffKind = iota // the zero Backoff: behaves as DefaultBackoff
+	kindNone
+	kindFixed
+	kindExponential
+	kindExponentialJitter
+)
+
+// Backoff says how long to wait before each resend. Values are immutable and
+// comparable with ==; build them with NoBackoff, Fixed, Exponential or
+// ExponentialJitter. The zero Backoff behaves as DefaultBackoff.
+type Backoff struct {
+	kind    backoffKind
+	initial time.Duration
+	max     time.Duration
+	// budget is the total wait allowed per request; negative means unbounded.
+	budget time.Duration
+}
+
+// DefaultBackoff is full jitter over an exponential ceiling from 100 ms to
+// 2 s, with a 30 s wait budget. A zero Backoff in a Policy means this one.
+var DefaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
+
+// NoBackoff resends at once. It never waits, so it has no wait budget.
+func NoBackoff() Backoff { return Backoff{kind: kindNone} }
+
+// Fixed waits d before every resend. It panics if d is not positive; use
+// NoBackoff to resend without waiting.
+func Fixed(d time.Duration) Backoff {
+	if d <= 0 {
+		panic(fmt.Sprintf("httpretry: Fixed(%v): the wait must be positive; use NoBackoff for none", d))
+	}
+	return Backoff{kind: kindFixed, initial: d, max: d, budget: defaultWaitBudget}
+}
+
+// Exponential waits initial before the first resend, then twice as long
+// before each next one, never more than max. It panics if initial is not
+// positive or max is below initial.
+func Exponential(initial, max time.Duration) Backoff {
+	checkExponential("Exponential", initial, max)
+	return Backoff{kind: kindExponential, initial: initial, max: max, budget: defaultWaitBudget}
+}
+
+// ExponentialJitter draws each wait uniformly in [0, ceiling], where the
+// ceiling grows as in Exponential ("full jitter"), so that clients that
+// failed together do not come back together. It panics like Exponential.
+func ExponentialJitter(initial, max time.Duration) Backoff {
+	checkExponential("ExponentialJitter", initial, max)
+	return Backoff{kind: kindExponentialJitter, initial: initial, max: max, budget: defaultWaitBudget}
+}
+
+func checkExponential(name string, initial, max time.Duration) {
+	if initial <= 0 {
+		panic(fmt.Sprintf("httpretry: %s(%v, %v): the initial wait must be positive", name, initial, max))
+	}
+	if max < initial {
+		panic(fmt.Sprintf("httpretry: %s(%v, %v): max is below the initial wait", name, initial, max))
+	}
+}
+
+// WithWaitBudget returns b with a cap on the sum of all waits of one
+// request: the wait that would overrun it is shortened to what is left, and
+// once it is spent resends go without waiting. It panics on a negative total.
+func (b Backoff) WithWaitBudget(total time.Duration) Backoff {
+	if total < 0 {
+		panic(fmt.Sprintf("httpretry: WithWaitBudget(%v): the total must not be negative", total))
+	}
+	b = b.resolve()
+	if b.kind != kindNone {
+		b.budget = total
+	}
+	return b
+}
+
+// Unbudgeted returns b without a cap on the sum of its waits.
+func (b Backoff) Unbudgeted() Backoff {
+	b = b.resolve()
+	if b.kind != kindNone {
+		b.budget = -1
+	}
+	return b
+}
+
+// waitBudget is the cap on the sum of the waits of one request, negative
+// when there is none.
+func (b Backoff) waitBudget() time.Duration {
+	b = b.resolve()
+	if b.kind == kindNone {
+		return 0
+	}
+	return b.budget
+}
+
+// resolve turns the zero Backoff into DefaultBackoff.
+func (b Backoff) resolve() Backoff {
+	if b.kind == kindDefault {
+		return DefaultBackoff
+	}
+	return b
+}
+
+// Ceiling is the longest wait before resend number failedAttempts (1 for the
+// first resend): initial·2^(failedAttempts−1) capped at max, without
+// overflow. A failedAttempts below 1 counts as 1.
+func (b Backoff) Ceiling(failedAttempts int) time.Duration {
+	b = b.resolve()
+	switch b.kind {
+	case kindNone:
+		return 0
+	case kindFixed:
+		return b.initial
+	}
+	shift := failedAttempts - 1
+	if shift < 0 {
+		shift = 0
+	}
+	if shift >= 62 || b.initial > b.max>>shift {
+		return b.max
+	}
+	return b.initial << shift
+}
+
+// Delay is the wait before resend number failedAttempts, before any wait
+// budget or Retry-After applies. Jittered backoffs draw from r; a nil r uses
+// math/rand/v2's fast shared source. Delay is safe for concurrent use when r
+// is nil.
+func (b Backoff) Delay(failedAttempts int, r *rand.Rand) time.Duration {
+	b = b.resolve()
+	c := b.Ceiling(failedAttempts)
+	if b.kind != kindExponentialJitter || c <= 0 {
+		return c
+	}
+	if c == maxDuration {
+		// c+1 would overflow; a single missing nanosecond cannot matter.
+		if r == nil {
+			return time.Duration(rand.Int64N(int64(c)))
+		}
+		return time.Duration(r.Int64N(int64(c)))
+	}
+	if r == nil {
+		return time.Duration(rand.Int64N(int64(c) + 1))
+	}
+	return time.Duration(r.Int64N(int64(c) + 1))
+}
+
+const maxDuration = time.Duration(1<<63 - 1)
+
+// String describes b, for example "exponentialJitter(100ms, 2s)"; a wait
+// budget other than the default 30 s is appended.
+func (b Backoff) String() string {
+	b = b.resolve()
+	var s string
+	switch b.kind {
+	case kindNone:
+		return "none"
+	case kindFixed:
+		s = fmt.Sprintf("fixed(%v)", b.initial)
+	case kindExponential:
+		s = fmt.Sprintf("exponential(%v, %v)", b.initial, b.max)
+	default:
+		s = fmt.Sprintf("exponentialJitter(%v, %v)", b.initial, b.max)
+	}
+	switch {
+	case b.budget < 0:
+		s += ".Unbudgeted()"
+	case b.budget != defaultWaitBudget:
+		s += fmt.Sprintf(".WithWaitBudget(%v)", b.budget)
+	}
+	return s
+}

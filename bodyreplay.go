@@ -1,0 +1,263 @@
+package httpretry
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// errBodyGone is returned to an attempt whose next body bytes were read by
+// another attempt and could not be kept, because the body outgrew
+// MaxReplayBytes.
+var errBodyGone = errors.New("httpretry: request body is no longer replayable")
+
+// errBodyClosed is returned by a Read after Close.
+var errBodyClosed = errors.New("httpretry: read on closed request body")
+
+// replayBody shares one request body without GetBody among the attempts of
+// a request. It does not read ahead: the bytes are recorded as the base
+// transport reads them, up to limit, so the first byte leaves as early as
+// without httpretry, and a resend replays the record, then goes on reading
+// the original body where the last reader left it. A body that outgrows
+// the limit keeps flowing to the attempt reading it but can no longer be
+// replayed, and its record is dropped. With limit 0 nothing is recorded,
+// and the body is replayable only while no byte of it has been read: that
+// is enough to resend a request that never reached the wire.
+//
+// The caller's body is closed once, when the request is finished and every
+// attempt's transport has closed its reader, since an http.Transport may
+// still be reading a body after RoundTrip returned.
+type replayBody struct {
+	src   io.ReadCloser
+	limit int64
+
+	// srcMu is held while reading src, so that mu need not be: a slow
+	// source must not stall the attempt loop's bookkeeping.
+	srcMu sync.Mutex
+
+	mu       sync.Mutex
+	chunks   [][]byte
+	size     int64 // bytes in chunks
+	n        int64 // bytes read from src
+	complete bool  // no byte of src is missing from chunks
+	eof      bool
+	err      error // sticky read error of src
+	sizeHint int64 // ContentLength, if known
+	readers  int   // readers not yet closed
+	finished bool  // the request is over: close src when readers reaches 0
+	closed   bool  // src closed
+}
+
+func newReplayBody(src io.ReadCloser, limit, contentLength int64) *replayBody {
+	rb := &replayBody{src: src, limit: max(limit, 0), complete: true, sizeHint: contentLength}
+	if contentLength > rb.limit {
+		// Known to be too long: not one byte is worth recording.
+		rb.limit = 0
+	}
+	return rb
+}
+
+// replayable reports whether a new reader would yield the whole body.
+func (rb *replayBody) replayable() bool {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.replayableLocked()
+}
+
+func (rb *replayBody) replayableLocked() bool {
+	return rb.err == nil && !rb.closed && (rb.n == 0 || rb.complete)
+}
+
+// untouched reports whether no byte of the body has been read.
+func (rb *replayBody) untouched() bool {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.n == 0
+}
+
+// readErr is the error reading the caller's body failed with, if any.
+func (rb *replayBody) readErr() error {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.err
+}
+
+// reader returns a new reader from the first byte, or nil if the body can
+// no longer be replayed.
+func (rb *replayBody) reader() *replayReader {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if !rb.replayableLocked() {
+		return nil
+	}
+	rb.readers++
+	return &replayReader{rb: rb}
+}
+
+// finish says the request is over; the caller's body is closed as soon as
+// no attempt's reader is open.
+func (rb *replayBody) finish() {
+	rb.mu.Lock()
+	rb.finished = true
+	c := rb.closeLocked()
+	rb.mu.Unlock()
+	if c {
+		rb.src.Close()
+	}
+}
+
+// closeLocked reports whether src is to be closed now, and marks it closed.
+func (rb *replayBody) closeLocked() bool {
+	if rb.finished && rb.readers == 0 && !rb.closed {
+		rb.closed = true
+		return true
+	}
+	return false
+}
+
+// record keeps p, or drops the record if p would take it past the limit.
+func (rb *replayBody) record(p []byte) {
+	rb.n += int64(len(p))
+	if !rb.complete {
+		return
+	}
+	if rb.n > rb.limit {
+		rb.complete = false
+		rb.chunks, rb.size = nil, 0
+		return
+	}
+	for len(p) > 0 {
+		last := len(rb.chunks) - 1
+		if last < 0 || len(rb.chunks[last]) == cap(rb.chunks[last]) {
+			rb.chunks = append(rb.chunks, make([]byte, 0, rb.nextChunkSize()))
+			last++
+		}
+		c := rb.chunks[last]
+		k := copy(c[len(c):cap(c)], p)
+		rb.chunks[last] = c[:len(c)+k]
+		rb.size += int64(k)
+		p = p[k:]
+	}
+}
+
+// Chunks grow from 4 KiB to 32 KiB and are never copied, so a record never
+// holds more than the limit plus less than one chunk of slack.
+const (
+	firstChunk = 4 << 10
+	maxChunk   = 32 << 10
+)
+
+func (rb *replayBody) nextChunkSize() int64 {
+	left := rb.limit - rb.size
+	if len(rb.chunks) == 0 && rb.sizeHint > 0 {
+		return min(rb.sizeHint, left)
+	}
+	size := int64(firstChunk)
+	if k := len(rb.chunks); k > 0 {
+		size = min(int64(cap(rb.chunks[k-1]))*2, maxChunk)
+	}
+	return max(min(size, left), 1)
+}
+
+// copyAt copies recorded bytes from offset off into p.
+func (rb *replayBody) copyAt(off int64, p []byte) int {
+	n := 0
+	for _, c := range rb.chunks {
+		if off >= int64(len(c)) {
+			off -= int64(len(c))
+			continue
+		}
+		k := copy(p[n:], c[off:])
+		n += k
+		off = 0
+		if n == len(p) {
+			break
+		}
+	}
+	return n
+}
+
+// replayReader is one attempt's view of a replayBody.
+type replayReader struct {
+	rb     *replayBody
+	pos    int64
+	closed bool // guarded by rb.mu
+}
+
+func (r *replayReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	rb := r.rb
+	for {
+		rb.mu.Lock()
+		switch {
+		case r.closed:
+			rb.mu.Unlock()
+			return 0, errBodyClosed
+		case r.pos < rb.n:
+			if !rb.complete {
+				rb.mu.Unlock()
+				return 0, errBodyGone
+			}
+			k := rb.copyAt(r.pos, p)
+			r.pos += int64(k)
+			rb.mu.Unlock()
+			return k, nil
+		case rb.err != nil:
+			err := rb.err
+			rb.mu.Unlock()
+			return 0, err
+		case rb.eof:
+			rb.mu.Unlock()
+			return 0, io.EOF
+		case rb.closed:
+			rb.mu.Unlock()
+			return 0, errBodyClosed
+		}
+		rb.mu.Unlock()
+
+		rb.srcMu.Lock()
+		rb.mu.Lock()
+		ahead := rb.n != r.pos || rb.eof || rb.err != nil || rb.closed
+		rb.mu.Unlock()
+		if ahead {
+			// Another reader read on while this one waited: serve from
+			// the record (or report its end) on the next pass.
+			rb.srcMu.Unlock()
+			continue
+		}
+		k, err := rb.src.Read(p)
+		rb.mu.Lock()
+		rb.record(p[:k])
+		r.pos += int64(k)
+		switch {
+		case err == io.EOF:
+			rb.eof = true
+		case err != nil:
+			rb.err = err
+		}
+		rb.mu.Unlock()
+		rb.srcMu.Unlock()
+		return k, err
+	}
+}
+
+// Close ends this attempt's use of the body. The caller's body is closed
+// when the request is finished and no reader is open.
+func (r *replayReader) Close() error {
+	rb := r.rb
+	rb.mu.Lock()
+	if r.closed {
+		rb.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	rb.readers--
+	c := rb.closeLocked()
+	rb.mu.Unlock()
+	if c {
+		return rb.src.Close()
+	}
+	return nil
+}

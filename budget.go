@@ -1,0 +1,258 @@
+package httpretry
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BudgetConfig sizes a host's retry budget: the share of recent requests
+// that may be resent (retries and hedged copies alike). Its zero value is
+// the default budget: 20 % of the requests of the last 10 s, and at least
+// 10 resends in any 10 s.
+type BudgetConfig struct {
+	// Percent is the number of resends allowed per 100 requests in the
+	// window; 0 means 20.
+	Percent int
+	// MinRetries is the number of resends allowed in every window whatever
+	// the volume, so that a quiet client can still retry; 0 means 10, and a
+	// negative value means none (a quiet window grants nothing).
+	MinRetries int
+	// Window is how far back requests and resends are counted; 0 means 10 s.
+	Window time.Duration
+	// Disabled turns the budget off: resends are bounded only by the policy.
+	Disabled bool
+}
+
+const (
+	defaultBudgetPercent    = 20
+	defaultBudgetMinRetries = 10
+	defaultBudgetWindow     = 10 * time.Second
+
+	// budgetBuckets is how many slots a window is cut into: the window
+	// rolls forward a tenth at a time, in constant memory.
+	budgetBuckets = 10
+
+	// maxBudgetHosts bounds a Budgets registry; past it the least recently
+	// used host is forgotten.
+	maxBudgetHosts = 10_000
+
+	// budgetSweepEvery is how often an insertion also forgets idle hosts.
+	budgetSweepEvery = 10 * time.Second
+)
+
+// budgetParams is a BudgetConfig with its defaults resolved, kept beside
+// the config it came from so that a reload is detected with one comparison.
+type budgetParams struct {
+	cfg        BudgetConfig
+	percent    int64
+	minRetries int64
+	window     int64 // nanoseconds
+	slot       int64 // nanoseconds, window / budgetBuckets
+}
+
+var defaultBudgetParams = newBudgetParams(BudgetConfig{})
+
+func newBudgetParams(cfg BudgetConfig) *budgetParams {
+	p := &budgetParams{cfg: cfg, percent: int64(cfg.Percent), minRetries: int64(cfg.MinRetries), window: int64(cfg.Window)}
+	if p.percent == 0 {
+		p.percent = defaultBudgetPercent
+	}
+	switch {
+	case p.minRetries == 0:
+		p.minRetries = defaultBudgetMinRetries
+	case p.minRetries < 0:
+		p.minRetries = 0
+	}
+	if p.window <= 0 {
+		p.window = int64(defaultBudgetWindow)
+	}
+	p.slot = max(p.window/budgetBuckets, 1)
+	return p
+}
+
+// Budget is one host's retry budget: a rolling window of request and resend
+// counts. It is safe for concurrent use; obtain one from Budgets.For.
+type Budget struct {
+	params atomic.Pointer[budgetParams]
+	// mu serialises rolling a bucket over and reserving; Record's common
+	// case is two atomic operations and takes no lock.
+	mu      sync.Mutex
+	buckets [budgetBuckets]bucket
+}
+
+type bucket struct {
+	start    atomic.Int64 // Unix nanoseconds at which this bucket's slot began
+	requests atomic.Int64
+	retries  atomic.Int64
+}
+
+// BudgetStats counts what a Budget saw in its current window.
+type BudgetStats struct {
+	Requests int // requests recorded
+	Retries  int // resends granted
+}
+
+func (b *Budget) loadParams() *budgetParams {
+	if p := b.params.Load(); p != nil {
+		return p
+	}
+	return defaultBudgetParams
+}
+
+// configure applies cfg if it differs from the current config; the counts
+// are kept.
+func (b *Budget) configure(cfg BudgetConfig) {
+	if p := b.params.Load(); p == nil || p.cfg != cfg {
+		b.params.Store(newBudgetParams(cfg))
+	}
+}
+
+// Record counts one request. Call it once per request, not per attempt.
+func (b *Budget) Record() { b.recordAt(time.Now()) }
+
+func (b *Budget) recordAt(now time.Time) {
+	bk := b.current(now.UnixNano(), false)
+	bk.requests.Add(1)
+}
+
+// current returns the bucket of the slot holding now, emptied first if it
+// still holds an older slot. locked says whether the caller holds b.mu.
+func (b *Budget) current(now int64, locked bool) *bucket {
+	slot := b.loadParams().slot
+	start := now - now%slot
+	bk := &b.buckets[(now/slot)%budgetBuckets]
+	if bk.start.Load() == start {
+		return bk
+	}
+	if !locked {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	if bk.start.Load() != start {
+		bk.requests.Store(0)
+		bk.retries.Store(0)
+		bk.start.Store(start)
+	}
+	return bk
+}
+
+// TryReserve grants one resend if the window allows it and charges it in
+// the same step, so that concurrent callers cannot overdraw the budget. A
+// resend is granted while retries+1 ≤ max(MinRetries, Percent·requests/100).
+func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
+
+func (b *Budget) tryReserveAt(now time.Time) bool {
+	ns := now.UnixNano()
+	p := b.loadParams()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.current(ns, true)
+	requests, retries := b.sum(ns, p)
+	if retries+1 > max(p.minRetries, p.percent*requests/100) {
+		return false
+	}
+	cur.retries.Add(1)
+	return true
+}
+
+// sum adds up the buckets whose slot lies in the window ending at now.
+func (b *Budget) sum(now int64, p *budgetParams) (requests, retries int64) {
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		if s := bk.start.Load(); s > now-p.window && s <= now {
+			requests += bk.requests.Load()
+			retries += bk.retries.Load()
+		}
+	}
+	return requests, retries
+}
+
+// Stats reports the requests and resends counted in the current window.
+func (b *Budget) Stats() BudgetStats { return b.statsAt(time.Now()) }
+
+func (b *Budget) statsAt(now time.Time) BudgetStats {
+	requests, retries := b.sum(now.UnixNano(), b.loadParams())
+	return BudgetStats{Requests: int(requests), Retries: int(retries)}
+}
+
+// lastActive is the start of the newest slot that counted anything.
+func (b *Budget) lastActive() int64 {
+	var last int64
+	for i := range b.buckets {
+		if s := b.buckets[i].start.Load(); s > last {
+			last = s
+		}
+	}
+	return last
+}
+
+// Budgets holds the retry budgets of many hosts. Keep one apart from any
+// RetryTransport (see WithBudgets) so that rebuilding a transport, for
+// example on a configuration reload, keeps what the budgets have counted.
+// It forgets hosts idle for a whole window and holds at most 10 000 hosts,
+// forgetting the least recently used. The zero value is ready to use, and a
+// Budgets is safe for concurrent use.
+type Budgets struct {
+	mu        sync.RWMutex
+	hosts     map[string]*Budget
+	lastSweep int64
+}
+
+// NewBudgets returns an empty registry.
+func NewBudgets() *Budgets { return &Budgets{} }
+
+// For returns host's budget, creating it on first use. A cfg that differs
+// from the one the budget has (a reload) is applied, and the counts are
+// kept. host is compared without regard to case; RetryTransport passes
+// URL.Host without the scheme's default port.
+func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
+	host = strings.ToLower(host)
+	bs.mu.RLock()
+	b := bs.hosts[host]
+	bs.mu.RUnlock()
+	if b == nil {
+		b = bs.insert(host, time.Now().UnixNano())
+	}
+	b.configure(cfg)
+	return b
+}
+
+func (bs *Budgets) insert(host string, now int64) *Budget {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b := bs.hosts[host]; b != nil {
+		return b
+	}
+	if bs.hosts == nil {
+		bs.hosts = make(map[string]*Budget)
+	}
+	if now-bs.lastSweep >= int64(budgetSweepEvery) || len(bs.hosts) >= maxBudgetHosts {
+		bs.sweep(now)
+	}
+	b := &Budget{}
+	bs.hosts[host] = b
+	return b
+}
+
+// sweep forgets idle hosts and, if the registry is still full, the least
+// recently active one. The caller holds bs.mu.
+func (bs *Budgets) sweep(now int64) {
+	bs.lastSweep = now
+	var lruHost string
+	lru := int64(1<<63 - 1)
+	for h, b := range bs.hosts {
+		last := b.lastActive()
+		if last <= now-b.loadParams().window {
+			delete(bs.hosts, h)
+			continue
+		}
+		if last < lru {
+			lruHost, lru = h, last
+		}
+	}
+	if len(bs.hosts) >= maxBudgetHosts {
+		delete(bs.hosts, lruHost)
+	}
+}

@@ -1,0 +1,105 @@
+package httpretry
+
+import (
+	"net/http"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventRetry: an attempt failed and another will be sent after Delay.
+	EventRetry EventKind = iota + 1
+	// EventHedge: a hedged copy was sent while Attempt was outstanding, or,
+	// with Reason set, was not sent.
+	EventHedge
+	// EventGiveUp: the last attempt failed in a way the policy retries, and
+	// no further attempt will be made; Reason says why.
+	EventGiveUp
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventRetry:
+		return "retry"
+	case EventHedge:
+		return "hedge"
+	case EventGiveUp:
+		return "give-up"
+	}
+	return "unknown"
+}
+
+// Reason says why no further attempt was made.
+type Reason uint8
+
+const (
+	// ReasonExhausted: MaxRetries resends were made.
+	ReasonExhausted Reason = iota + 1
+	// ReasonBudget: the host's retry budget refused the resend.
+	ReasonBudget
+	// ReasonNotIdempotent: the method may not be resent (a POST or PATCH
+	// without an idempotency key) and the request may have reached the server.
+	ReasonNotIdempotent
+	// ReasonRetryAfterTooLong: the server asked for a wait longer than
+	// MaxRetryAfter.
+	ReasonRetryAfterTooLong
+	// ReasonDeadline: the wait would cross the policy's Deadline or the
+	// context's deadline, or that deadline passed.
+	ReasonDeadline
+	// ReasonBodyNotReplayable: the request body cannot be sent again: it was
+	// larger than MaxReplayBytes, reading it failed, or GetBody failed.
+	ReasonBodyNotReplayable
+	// ReasonNotRetryable: a permanent transport error, such as a certificate
+	// error or an unsupported scheme.
+	ReasonNotRetryable
+	// ReasonCanceled: the request's context was canceled.
+	ReasonCanceled
+)
+
+var reasonNames = [...]string{
+	ReasonExhausted:         "exhausted",
+	ReasonBudget:            "budget",
+	ReasonNotIdempotent:     "not-idempotent",
+	ReasonRetryAfterTooLong: "retry-after-too-long",
+	ReasonDeadline:          "deadline",
+	ReasonBodyNotReplayable: "body-not-replayable",
+	ReasonNotRetryable:      "not-retryable",
+	ReasonCanceled:          "canceled",
+}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) && reasonNames[r] != "" {
+		return reasonNames[r]
+	}
+	return "none"
+}
+
+// Event reports a decision of the attempt loop to an observer (WithObserver).
+type Event struct {
+	Kind EventKind
+	// Request is the caller's request; observers must not modify it.
+	Request *http.Request
+	// Attempt is the 1-based number of the attempt that just ended, or for
+	// EventHedge the number of the copy that was (or would have been) sent.
+	Attempt int
+	// Status is that attempt's status code, 0 when it failed with an error.
+	Status int
+	Err    error
+	// Delay is the wait before the next attempt (EventRetry).
+	Delay time.Duration
+	// Reason is why no further attempt is made (EventGiveUp), or why a
+	// hedged copy was not sent (EventHedge).
+	Reason Reason
+}
+
+// observers calls each observer in order, synchronously and with no lock
+// held.
+type observers []func(Event)
+
+func (o observers) emit(e Event) {
+	for _, fn := range o {
+		fn(e)
+	}
+}

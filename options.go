@@ -1,0 +1,112 @@
+package httpretry
+
+import (
+	"context"
+	"fmt"
+)
+
+// Option configures New and Middleware. Options apply in order; only the
+// With… functions of this package make them.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	policy    Policy
+	hosts     []hostOption
+	budgets   *Budgets
+	observers observers
+}
+
+type hostOption struct {
+	host   string
+	policy Policy
+}
+
+// WithPolicy sets the policy of every host that has none of its own from
+// WithHostPolicy. New panics if p is invalid (see Policy.Validate).
+func WithPolicy(p Policy) Option {
+	return optionFunc(func(c *config) { c.policy = p })
+}
+
+// WithHostPolicy sets the policy of one host. "api.example.com" matches every
+// port of that host; "api.example.com:8443" matches that port only and wins
+// over the former. Host names are compared without regard to case, and a
+// URL without a port matches its scheme's default port. New panics if host
+// is malformed or p is invalid.
+func WithHostPolicy(host string, p Policy) Option {
+	return optionFunc(func(c *config) { c.hosts = append(c.hosts, hostOption{host, p}) })
+}
+
+// WithBudgets makes the transport charge its resends to b, which may be
+// shared with other transports and outlive them. Without it, a transport
+// has a registry of its own. A nil b is ignored.
+func WithBudgets(b *Budgets) Option {
+	return optionFunc(func(c *config) {
+		if b != nil {
+			c.budgets = b
+		}
+	})
+}
+
+// WithObserver adds fn to the functions told of every retry, hedge and
+// give-up. They are called synchronously on the request's goroutine, in the
+// order given, with no lock held: they must be cheap and safe for
+// concurrent use. A nil fn is ignored.
+func WithObserver(fn func(Event)) Option {
+	return optionFunc(func(c *config) {
+		if fn != nil {
+			c.observers = append(c.observers, fn)
+		}
+	})
+}
+
+type maxRetriesKey struct{}
+
+// WithMaxRetries returns a context that makes the requests sent with it
+// allow n resends, whatever their policy's MaxRetries. n is capped at
+// MaxRetriesLimit (16); 0 or less turns retrying off for those requests.
+func WithMaxRetries(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, maxRetriesKey{}, min(max(n, 0), MaxRetriesLimit))
+}
+
+func maxRetriesFrom(ctx context.Context) (int, bool) {
+	n, ok := ctx.Value(maxRetriesKey{}).(int)
+	return n, ok
+}
+
+// buildPolicies resolves the options' policies once, for RoundTrip to read.
+func (c *config) buildPolicies() policyTable {
+	t := policyTable{all: resolvePolicy(c.policy)}
+	for _, h := range c.hosts {
+		name, port, err := splitHostRule(h.host)
+		if err != nil {
+			panic(err.Error())
+		}
+		if err := h.policy.Validate(); err != nil {
+			panic(fmt.Sprintf("httpretry: WithHostPolicy(%q): %v", h.host, err))
+		}
+		hp := resolvePolicy(h.policy)
+		if t.hosts == nil {
+			t.hosts = make(map[string]*hostRules)
+		}
+		r := t.hosts[name]
+		if r == nil {
+			r = &hostRules{}
+			t.hosts[name] = r
+		}
+		if port == "" {
+			r.any = hp
+			continue
+		}
+		if r.ports == nil {
+			r.ports = make(map[string]*hostPolicy)
+		}
+		r.ports[port] = hp
+	}
+	return t
+}

@@ -1,0 +1,285 @@
+package httpretry
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// MaxRetriesLimit is the most resends a Policy or WithMaxRetries may ask for.
+const MaxRetriesLimit = 16
+
+// ErrInvalidPolicy is wrapped by the error Policy.Validate returns.
+var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
+
+// Policy says when and how a request is resent. A Policy is a plain value:
+// New resolves it once, so changing it afterwards has no effect on a
+// transport. The zero Policy turns retrying off; in a Policy with
+// MaxRetries > 0, a zero Backoff, MaxRetryAfter or MaxReplayBytes, a nil
+// RetryOn and a zero Budget mean their defaults (see DefaultPolicy).
+type Policy struct {
+	// MaxRetries is the number of resends after the first attempt, at most
+	// 16. 0 turns retrying off: requests pass through untouched, with no
+	// buffering and no extra work.
+	MaxRetries int
+	// Backoff sets the wait before each resend; the zero value means
+	// DefaultBackoff.
+	Backoff Backoff
+	// RetryOn lists the statuses that are retried; nil means
+	// DefaultRetryStatuses, and an empty non-nil slice retries only
+	// transport errors.
+	RetryOn []int
+	// PerTryTimeout bounds each attempt until its response headers arrive,
+	// re-armed in full for every attempt; 0 means no bound. The body of the
+	// returned response is governed by the request's context alone.
+	PerTryTimeout time.Duration
+	// Deadline bounds the whole request, from the first attempt to the last
+	// and the waits between them; 0 leaves only the context's deadline.
+	Deadline time.Duration
+	// MaxRetryAfter is the longest Retry-After honoured; a response asking
+	// for longer is returned at once. 0 means 30 s.
+	MaxRetryAfter time.Duration
+	// MaxReplayBytes is the largest body without GetBody that is recorded
+	// for replay as it is sent; a longer body is sent once, whole, and not
+	// resent. 0 means 1 MiB; negative means never record.
+	MaxReplayBytes int64
+	// IdempotencyHeader names the header whose non-blank value makes a POST
+	// or PATCH resendable; "" means Idempotency-Key or X-Idempotency-Key.
+	IdempotencyHeader string
+	// AutoIdempotencyKey adds a random key to POST and PATCH requests that
+	// lack one, so that they can be resent; every attempt carries the same
+	// key, and the caller's request is not modified.
+	AutoIdempotencyKey bool
+	// Budget sizes the per-host retry budget every resend is charged to.
+	Budget BudgetConfig
+	// Hedge sends speculative copies of slow requests; the zero value sends
+	// none.
+	Hedge Hedge
+}
+
+const (
+	defaultMaxRetries     = 3
+	defaultMaxRetryAfter  = 30 * time.Second
+	defaultMaxReplayBytes = 1 << 20
+)
+
+// DefaultRetryStatuses returns a fresh slice of the statuses retried by
+// default: 429, 502, 503 and 504. A 500 is not among them: it usually
+// reports a bug that a resend repeats.
+func DefaultRetryStatuses() []int {
+	return []int{http.StatusTooManyRequests, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout}
+}
+
+// DefaultPolicy is the policy New uses without WithPolicy: 3 resends,
+// DefaultBackoff, statuses 429 502 503 504, Retry-After up to 30 s, bodies
+// up to 1 MiB recorded for replay, and a budget of 20 % of the requests of
+// the last 10 s, at least 10.
+func DefaultPolicy() Policy {
+	return Policy{
+		MaxRetries:     defaultMaxRetries,
+		Backoff:        DefaultBackoff,
+		RetryOn:        DefaultRetryStatuses(),
+		MaxRetryAfter:  defaultMaxRetryAfter,
+		MaxReplayBytes: defaultMaxReplayBytes,
+		Budget: BudgetConfig{
+			Percent:    defaultBudgetPercent,
+			MinRetries: defaultBudgetMinRetries,
+			Window:     defaultBudgetWindow,
+		},
+	}
+}
+
+// Validate reports every invalid field of p in one error that wraps
+// ErrInvalidPolicy, or nil.
+func (p Policy) Validate() error {
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	if p.MaxRetries < 0 || p.MaxRetries > MaxRetriesLimit {
+		add("MaxRetries %d is outside 0..%d", p.MaxRetries, MaxRetriesLimit)
+	}
+	for _, s := range p.RetryOn {
+		if s < 100 || s > 599 {
+			add("RetryOn status %d is outside 100..599", s)
+		}
+	}
+	if p.PerTryTimeout < 0 {
+		add("PerTryTimeout %v is negative", p.PerTryTimeout)
+	}
+	if p.Deadline < 0 {
+		add("Deadline %v is negative", p.Deadline)
+	}
+	if p.MaxRetryAfter < 0 {
+		add("MaxRetryAfter %v is negative", p.MaxRetryAfter)
+	}
+	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
+		add("IdempotencyHeader %q is not a header name", h)
+	}
+	if p.Budget.Percent < 0 {
+		add("Budget.Percent %d is negative", p.Budget.Percent)
+	}
+	if p.Budget.Window < 0 {
+		add("Budget.Window %v is negative", p.Budget.Window)
+	}
+	bad = append(bad, p.Hedge.problems()...)
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidPolicy, strings.Join(bad, "; "))
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hostPolicy is a validated Policy with its defaults resolved, built once by
+// New and only read afterwards.
+type hostPolicy struct {
+	maxRetries    int
+	backoff       Backoff
+	waitBudget    time.Duration // negative: unbounded
+	retryOn       statusSet
+	perTry        time.Duration
+	deadline      time.Duration
+	maxRetryAfter time.Duration
+	maxReplay     int64 // negative: never record
+	idemHeaders   []string
+	autoKeyHeader string // "" unless AutoIdempotencyKey
+	budget        BudgetConfig
+	hedge         Hedge
+}
+
+func resolvePolicy(p Policy) *hostPolicy {
+	if err := p.Validate(); err != nil {
+		panic(err.Error())
+	}
+	hp := &hostPolicy{
+		maxRetries:    p.MaxRetries,
+		backoff:       p.Backoff.resolve(),
+		perTry:        p.PerTryTimeout,
+		deadline:      p.Deadline,
+		maxRetryAfter: p.MaxRetryAfter,
+		maxReplay:     p.MaxReplayBytes,
+		idemHeaders:   defaultIdempotencyHeaders,
+		budget:        p.Budget,
+		hedge:         p.Hedge,
+	}
+	hp.waitBudget = hp.backoff.waitBudget()
+	statuses := p.RetryOn
+	if statuses == nil {
+		statuses = DefaultRetryStatuses()
+	}
+	for _, s := range statuses {
+		hp.retryOn.add(s)
+	}
+	if hp.maxRetryAfter == 0 {
+		hp.maxRetryAfter = defaultMaxRetryAfter
+	}
+	if hp.maxReplay == 0 {
+		hp.maxReplay = defaultMaxReplayBytes
+	}
+	if p.IdempotencyHeader != "" {
+		hp.idemHeaders = []string{http.CanonicalHeaderKey(p.IdempotencyHeader)}
+	}
+	if p.AutoIdempotencyKey {
+		hp.autoKeyHeader = hp.idemHeaders[0]
+	}
+	return hp
+}
+
+// statusSet is a bit set of status codes 0..639.
+type statusSet [10]uint64
+
+func (s *statusSet) add(code int) { s[code/64] |= 1 << (code % 64) }
+
+func (s *statusSet) has(code int) bool {
+	return code >= 0 && code < 640 && s[code/64]&(1<<(code%64)) != 0
+}
+
+// policyTable finds the policy of a request's host: a "host:port" rule wins
+// over a "host" rule, which wins over the policy for every host.
+type policyTable struct {
+	all   *hostPolicy
+	hosts map[string]*hostRules // by lower-case host name, without brackets
+}
+
+type hostRules struct {
+	any   *hostPolicy
+	ports map[string]*hostPolicy
+}
+
+func (t *policyTable) lookup(u *url.URL) *hostPolicy {
+	if len(t.hosts) == 0 {
+		return t.all
+	}
+	r := t.hosts[strings.ToLower(u.Hostname())]
+	if r == nil {
+		return t.all
+	}
+	if p := r.ports[portOf(u)]; p != nil {
+		return p
+	}
+	if r.any != nil {
+		return r.any
+	}
+	return t.all
+}
+
+// portOf is u's port, or its scheme's default port.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	return defaultPort(u.Scheme)
+}
+
+func defaultPort(scheme string) string {
+	switch strings.ToLower(scheme) {
+	case "https", "wss":
+		return "443"
+	case "http", "ws":
+		return "80"
+	}
+	return ""
+}
+
+// splitHostRule parses WithHostPolicy's host: "name", "name:port",
+// "[v6]:port", "v6" or "[v6]".
+func splitHostRule(host string) (name, port string, err error) {
+	if host == "" || strings.ContainsAny(host, "/ \t") {
+		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port, with no scheme or path", host)
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): bad port %q", host, p)
+		}
+		return strings.ToLower(h), p, nil
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port", host)
+	}
+	return strings.ToLower(host), "", nil
+}
+
+// budgetKey is the key of u's host in a Budgets registry: URL.Host without
+// its scheme's default port, so that https://h and https://h:443 share one
+// budget. It does not allocate.
+func budgetKey(u *url.URL) string {
+	h := u.Host
+	if p := u.Port(); p != "" && p == defaultPort(u.Scheme) {
+		return h[:len(h)-len(p)-1]
+	}
+	return h
+}

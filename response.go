@@ -1,0 +1,66 @@
+package httpretry
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// drainLimit is how much of a discarded body is read so that its
+	// connection can be reused; http.Client reads about as much.
+	drainLimit = 4 << 10
+	// drainTime bounds that read, so that a server trickling its error
+	// page cannot hold up the next attempt.
+	drainTime = 100 * time.Millisecond
+)
+
+// discard drains a little of a response nobody will read and closes it.
+// A body longer than drainLimit is closed at once: its connection is lost
+// either way.
+func discard(resp *http.Response) {
+	body := resp.Body
+	if body == nil {
+		return
+	}
+	if resp.ContentLength > drainLimit || resp.ContentLength == 0 {
+		body.Close()
+		return
+	}
+	var once sync.Once
+	closeOnce := func() { once.Do(func() { body.Close() }) }
+	t := time.AfterFunc(drainTime, closeOnce)
+	io.CopyN(io.Discard, body, drainLimit)
+	t.Stop()
+	closeOnce()
+}
+
+// cancelOnClose releases an attempt's context once the caller has read the
+// body to its end or closed it, as net/http's cancelTimerBody does.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+	done   atomic.Bool
+}
+
+func (b *cancelOnClose) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+func (b *cancelOnClose) release() {
+	if b.done.CompareAndSwap(false, true) {
+		b.cancel()
+	}
+}
