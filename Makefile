@@ -1,0 +1,55 @@
+# Every target runs in every module of the repository: the package at the
+# root and the nested bench/ and chaos/ modules, which keep their heavy
+# dependencies away from users.
+MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
+FUZZTIME    ?= 30s
+TESTFLAGS   ?= -short
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: test race bench fuzz lint demo cover examples
+
+## test: go vet and every test with the race detector, in every module
+test: examples
+	@set -e; for m in $(MODULES); do \
+		echo "== $$m"; \
+		(cd $$m && go vet ./... && go test -race -count=1 $(TESTFLAGS) ./...); \
+	done
+
+## race: the same as test
+race: test
+
+## examples: build the runnable programs under examples/
+examples:
+	go build -o /dev/null ./examples/...
+
+## bench: the package's benchmarks, then the peer comparison in bench/
+bench:
+	go test -run '^$$' -bench . -benchmem -count=1 .
+	@if [ -d bench ]; then cd bench && go run ./cmd/benchreport; fi
+
+## fuzz: every Fuzz target of every module for FUZZTIME (30s) each
+fuzz:
+	@set -e; for m in $(MODULES); do \
+		(cd $$m && for p in $$(go list ./...); do \
+			for f in $$(go test -list '^Fuzz' $$p | grep '^Fuzz' || true); do \
+				echo "== $$p $$f"; \
+				go test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p; \
+			done; \
+		done); \
+	done
+
+## lint: staticcheck in every module, fetched through the Go module proxy
+lint:
+	@set -e; for m in $(MODULES); do \
+		echo "== $$m"; \
+		(cd $$m && go run $(STATICCHECK) ./...); \
+	done
+
+## demo: the main job, a flaky server and a client through httpretry
+demo:
+	go run ./examples/demo
+
+## cover: coverage of the package's tests
+cover:
+	go test -count=1 -coverprofile=cover.out .
+	go tool cover -func=cover.out | tail -n 1

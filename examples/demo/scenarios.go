@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/httpretry/httpretry"
+)
+
+func init() {
+	scenarios = []scenario{
+		{title: "1. A flaky endpoint: two 503s, then 200", run: flaky},
+		{title: "2. Rate limited: 429 with Retry-After: 1", run: rateLimited},
+		{title: "3. A slow endpoint, bounded by PerTryTimeout 200ms", run: slow},
+		{title: "4. A POST without Idempotency-Key is not resent", run: unkeyedPost},
+		{title: "5. A POST with Idempotency-Key is resent with the same body", run: keyedPost},
+		{title: "6. A burst against a dead upstream: the budget stops the storm", run: burst},
+	}
+}
+
+func header(p httpretry.Policy) {
+	fmt.Printf("  policy: MaxRetries %d, backoff %v\n", p.MaxRetries, p.Backoff)
+}
+
+func flaky(srv *flakyServer) {
+	p := httpretry.DefaultPolicy()
+	header(p)
+	var l log
+	c, _ := client(p, &l)
+	send(c, &l, srv, http.MethodGet, "/flaky", "", "")
+}
+
+func rateLimited(srv *flakyServer) {
+	p := httpretry.DefaultPolicy()
+	header(p)
+	var l log
+	c, _ := client(p, &l)
+	send(c, &l, srv, http.MethodGet, "/ratelimited", "", "")
+}
+
+func slow(srv *flakyServer) {
+	p := httpretry.DefaultPolicy()
+	p.PerTryTimeout = 200 * time.Millisecond
+	header(p)
+	var l log
+	c, _ := client(p, &l)
+	send(c, &l, srv, http.MethodGet, "/slow", "", "")
+}
+
+func unkeyedPost(srv *flakyServer) {
+	p := httpretry.DefaultPolicy()
+	header(p)
+	var l log
+	c, _ := client(p, &l)
+	send(c, &l, srv, http.MethodPost, "/orders/a", "", "2 apples")
+}
+
+func keyedPost(srv *flakyServer) {
+	p := httpretry.DefaultPolicy()
+	header(p)
+	var l log
+	c, _ := client(p, &l)
+	send(c, &l, srv, http.MethodPost, "/orders/b", "order-7f3a", "3 pears")
+}
+
+// burst sends 100 concurrent GETs to an upstream that always fails. Without
+// a budget each would be sent 4 times; the default budget allows 20 % of
+// the requests (at least 10) as resends in a 10 s window.
+func burst(srv *flakyServer) {
+	p := httpretry.DefaultPolicy()
+	p.Backoff = httpretry.ExponentialJitter(10*time.Millisecond, 50*time.Millisecond)
+	header(p)
+	var l log
+	c, _ := client(p, &l)
+	const clients = 100
+	before := srv.calls.Load()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Get(srv.url + "/down")
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	retries, reasons := 0, map[httpretry.Reason]int{}
+	for _, e := range l.take() {
+		switch e.Kind {
+		case httpretry.EventRetry:
+			retries++
+		case httpretry.EventGiveUp:
+			reasons[e.Reason]++
+		}
+	}
+	calls := srv.calls.Load() - before
+	fmt.Printf("  %d concurrent GET /down\n", clients)
+	fmt.Printf("    resends granted: %d; every request ended with 503: %d when the budget refused a resend, %d after MaxRetries\n",
+		retries, reasons[httpretry.ReasonBudget], reasons[httpretry.ReasonExhausted])
+	fmt.Printf("    => server saw %d calls for %d requests: amplification %.2f (without a budget: up to %d)\n",
+		calls, clients, float64(calls)/clients, clients*(p.MaxRetries+1))
+}
