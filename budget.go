@@ -76,9 +76,18 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 // counts. It is safe for concurrent use; obtain one from Budgets.For.
 type Budget struct {
 	params atomic.Pointer[budgetParams]
-	// mu serialises rolling a bucket over and reserving; Record's common
-	// case is two atomic operations and takes no lock.
+	// cur is the bucket Record adds to while the host is busy, advanced
+	// at each slot boundary by ticker, so that Record need not read the
+	// clock (which costs more than the rest of a request's bookkeeping);
+	// nil while the host is idle.
+	cur atomic.Pointer[bucket]
+	// key is the host as Budgets holds it; evicted is set when Budgets
+	// forgets it, so that Budgets.last stops answering with it.
+	key     string
+	evicted atomic.Bool
+	// mu serialises rolling a bucket over, reserving and the ticker.
 	mu      sync.Mutex
+	ticker  *time.Timer
 	buckets [budgetBuckets]bucket
 }
 
@@ -110,7 +119,63 @@ func (b *Budget) configure(cfg BudgetConfig) {
 }
 
 // Record counts one request. Call it once per request, not per attempt.
-func (b *Budget) Record() { b.recordAt(time.Now()) }
+func (b *Budget) Record() {
+	if bk := b.cur.Load(); bk != nil {
+		bk.requests.Add(1)
+		return
+	}
+	b.startTicking(time.Now())
+}
+
+// startTicking counts a request of a host that was idle, and keeps cur on
+// the current slot's bucket from now on.
+func (b *Budget) startTicking(now time.Time) {
+	ns := now.UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.current(ns, true)
+	bk.requests.Add(1)
+	if b.cur.Load() != nil {
+		return
+	}
+	b.cur.Store(bk)
+	b.armTicker(ns)
+}
+
+// armTicker schedules tick for the next slot boundary. The caller holds mu.
+func (b *Budget) armTicker(now int64) {
+	slot := b.loadParams().slot
+	d := time.Duration(slot - now%slot)
+	if b.ticker == nil {
+		b.ticker = time.AfterFunc(d, b.tick)
+		return
+	}
+	b.ticker.Reset(d)
+}
+
+// tick moves cur to the new slot's bucket, or stops ticking if the slot
+// that ended saw no request: an idle host costs no timer.
+func (b *Budget) tick() {
+	ns := time.Now().UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.cur.Load()
+	if old == nil {
+		return
+	}
+	bk := b.current(ns, true)
+	if bk == old {
+		// The timer fired early; wait for the boundary.
+		b.armTicker(ns)
+		return
+	}
+	if old.requests.Load() == 0 {
+		b.cur.Store(nil)
+		return
+	}
+	b.cur.Store(bk)
+	b.armTicker(ns)
+}
 
 func (b *Budget) recordAt(now time.Time) {
 	bk := b.current(now.UnixNano(), false)
@@ -195,8 +260,16 @@ func (b *Budget) lastActive() int64 {
 // forgetting the least recently used. The zero value is ready to use, and a
 // Budgets is safe for concurrent use.
 type Budgets struct {
-	mu        sync.RWMutex
-	hosts     map[string]*Budget
+	// hosts maps a host to its *Budget. Reads take no lock: For runs on
+	// every request. A host name that is not lower-case is kept as an alias
+	// of its lower-case form, so that the common lookup hits first time.
+	hosts sync.Map
+	// last is the budget For returned last: most clients talk to one host
+	// most of the time, and a hit here skips the map.
+	last atomic.Pointer[Budget]
+	// mu serialises insertions and sweeps.
+	mu        sync.Mutex
+	size      int // keys in hosts, aliases included
 	lastSweep int64
 }
 
@@ -208,12 +281,16 @@ func NewBudgets() *Budgets { return &Budgets{} }
 // kept. host is compared without regard to case; RetryTransport passes
 // URL.Host without the scheme's default port.
 func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
-	host = strings.ToLower(host)
-	bs.mu.RLock()
-	b := bs.hosts[host]
-	bs.mu.RUnlock()
-	if b == nil {
-		b = bs.insert(host, time.Now().UnixNano())
+	b := bs.last.Load()
+	if b == nil || b.key != host || b.evicted.Load() {
+		if v, ok := bs.hosts.Load(host); ok {
+			b = v.(*Budget)
+		} else {
+			b = bs.insert(host, time.Now().UnixNano())
+		}
+		if b.key == host {
+			bs.last.Store(b)
+		}
 	}
 	b.configure(cfg)
 	return b
@@ -222,17 +299,25 @@ func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
 func (bs *Budgets) insert(host string, now int64) *Budget {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if b := bs.hosts[host]; b != nil {
-		return b
+	if b, ok := bs.hosts.Load(host); ok {
+		return b.(*Budget)
 	}
-	if bs.hosts == nil {
-		bs.hosts = make(map[string]*Budget)
+	lower := strings.ToLower(host)
+	var b *Budget
+	if v, ok := bs.hosts.Load(lower); ok {
+		b = v.(*Budget)
+	} else {
+		if now-bs.lastSweep >= int64(budgetSweepEvery) || bs.size >= maxBudgetHosts {
+			bs.sweep(now)
+		}
+		b = &Budget{key: lower}
+		bs.hosts.Store(lower, b)
+		bs.size++
 	}
-	if now-bs.lastSweep >= int64(budgetSweepEvery) || len(bs.hosts) >= maxBudgetHosts {
-		bs.sweep(now)
+	if host != lower {
+		bs.hosts.Store(host, b)
+		bs.size++
 	}
-	b := &Budget{}
-	bs.hosts[host] = b
 	return b
 }
 
@@ -240,19 +325,29 @@ func (bs *Budgets) insert(host string, now int64) *Budget {
 // recently active one. The caller holds bs.mu.
 func (bs *Budgets) sweep(now int64) {
 	bs.lastSweep = now
-	var lruHost string
-	lru := int64(1<<63 - 1)
-	for h, b := range bs.hosts {
+	var lru *Budget
+	lruLast := int64(1<<63 - 1)
+	bs.hosts.Range(func(k, v any) bool {
+		b := v.(*Budget)
 		last := b.lastActive()
 		if last <= now-b.loadParams().window {
-			delete(bs.hosts, h)
-			continue
+			b.evicted.Store(true)
+			bs.hosts.Delete(k)
+			bs.size--
+		} else if last < lruLast {
+			lru, lruLast = b, last
 		}
-		if last < lru {
-			lruHost, lru = h, last
+		return true
+	})
+	if bs.size < maxBudgetHosts || lru == nil {
+		return
+	}
+	bs.hosts.Range(func(k, v any) bool {
+		if v.(*Budget) == lru {
+			lru.evicted.Store(true)
+			bs.hosts.Delete(k)
+			bs.size--
 		}
-	}
-	if len(bs.hosts) >= maxBudgetHosts {
-		delete(bs.hosts, lruHost)
-	}
+		return true
+	})
 }

@@ -158,6 +158,9 @@ type hostPolicy struct {
 	autoKeyHeader string // "" unless AutoIdempotencyKey
 	budget        BudgetConfig
 	hedge         Hedge
+	// untimed: no attempt needs a timer, so a first attempt may go out as
+	// the caller's own request.
+	untimed bool
 }
 
 func resolvePolicy(p Policy) *hostPolicy {
@@ -176,6 +179,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		hedge:         p.Hedge,
 	}
 	hp.waitBudget = hp.backoff.waitBudget()
+	hp.untimed = hp.perTry == 0 && hp.deadline == 0 && hp.hedge.After == 0
 	statuses := p.RetryOn
 	if statuses == nil {
 		statuses = DefaultRetryStatuses()
@@ -278,6 +282,9 @@ func splitHostRule(host string) (name, port string, err error) {
 // budget. It does not allocate.
 func budgetKey(u *url.URL) string {
 	h := u.Host
+	if n := len(h); n == 0 || h[n-1] < '0' || h[n-1] > '9' {
+		return h // no port: the common case needs no parsing
+	}
 	if p := u.Port(); p != "" && p == defaultPort(u.Scheme) {
 		return h[:len(h)-len(p)-1]
 	}

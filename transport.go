@@ -106,13 +106,12 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 
-	now := time.Now()
 	var budget *Budget
 	if !p.budget.Disabled {
 		budget = t.budgets.For(budgetKey(req.URL), p.budget)
-		budget.recordAt(now)
+		budget.Record()
 	}
-	c := call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries, start: now}
+	c := call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries}
 	if c.sendsAsIs() {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
@@ -120,10 +119,10 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil && resp != nil && !p.retryOn.has(resp.StatusCode) {
 			return resp, nil
 		}
-		c.prepare()
+		c.prepare(time.Time{}) // no Deadline on this path: no start needed
 		return c.loop(&attempt{n: 1}, resp, c.checkOutcome(resp, err))
 	}
-	c.prepare()
+	c.prepare(time.Now())
 	return c.loop(c.send(1, c.firstBody()))
 }
 
@@ -134,7 +133,6 @@ type call struct {
 	p          *hostPolicy
 	budget     *Budget // nil when the budget is disabled
 	maxRetries int
-	start      time.Time
 
 	resendable     bool          // the method or a key makes a resend safe
 	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
@@ -149,12 +147,14 @@ type call struct {
 // no header to add.
 func (c *call) sendsAsIs() bool {
 	r, p := c.req, c.p
-	return p.perTry == 0 && p.deadline == 0 &&
+	return p.untimed &&
 		(r.Body == nil || r.Body == http.NoBody || r.GetBody != nil) &&
 		resendable(r, p.idemHeaders)
 }
 
-func (c *call) prepare() {
+// prepare sets up what the attempts after the first need; start is when
+// the first attempt was sent.
+func (c *call) prepare(start time.Time) {
 	r, p := c.req, c.p
 	c.resendable = resendable(r, p.idemHeaders)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
@@ -175,7 +175,7 @@ func (c *call) prepare() {
 	}
 	c.waitLeft = p.waitBudget
 	if p.deadline > 0 {
-		c.policyDeadline = c.start.Add(p.deadline)
+		c.policyDeadline = start.Add(p.deadline)
 	}
 	c.deadline = c.policyDeadline
 	if d, ok := r.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {

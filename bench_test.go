@@ -1,0 +1,95 @@
+package httpretry
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// stubTransport answers every request with a fresh 200 after reading and
+// closing its body, as a real transport would, so that a body copy shows
+// in B/op.
+type stubTransport struct{}
+
+func (stubTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+}
+
+// BenchmarkGET is the happy path as users call it, through an http.Client:
+// a first attempt that succeeds.
+func BenchmarkGET(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", stubTransport{}},
+		{"httpretry", New(stubTransport{})},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := &http.Client{Transport: tc.rt}
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/items", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkPOST1MiBGetBody shows that a body with GetBody is not copied.
+func BenchmarkPOST1MiBGetBody(b *testing.B) {
+	payload := make([]byte, 1<<20)
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", stubTransport{}},
+		{"httpretry", New(stubTransport{})},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := &http.Client{Transport: tc.rt}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPut, "http://api.example.com/blob", bytes.NewReader(payload))
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkBudget is the per-request cost of the budget and of a resend's
+// reservation.
+func BenchmarkBudget(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		var bud Budget
+		b.ReportAllocs()
+		for b.Loop() {
+			bud.Record()
+			bud.TryReserve()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		var bud Budget
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				bud.Record()
+				bud.TryReserve()
+			}
+		})
+	})
+}
