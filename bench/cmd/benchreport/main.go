@@ -1,0 +1,131 @@
+// Command benchreport runs the five comparison scenarios of the bench
+// module in one process and prints each as a Markdown table: in-process
+// overhead, loopback overhead, amplification under an outage, herd
+// synchronisation and a large streamed upload.
+//
+// Usage:
+//
+//	go run ./cmd/benchreport [-benchtime 500ms] [-rounds 5] [-scenarios 1,2,3,4,5]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// config sizes every scenario; the defaults are the published run, and the
+// test runs a much smaller one.
+type config struct {
+	benchtime string // per Go benchmark, as -test.benchtime takes it
+	rounds    int    // Go benchmarks are repeated, interleaved, and the median kept
+	scenarios map[int]bool
+
+	clients, perClient int           // the fleet of scenario 3
+	outageCap          time.Duration // bounds the total-outage run
+	recoveryDown       time.Duration // how long the upstream fails before it recovers
+	recoveryInterval   time.Duration // pacing of each client during the recovery run
+	recoveryCap        time.Duration
+
+	herdClients int
+
+	uploadSize   int64
+	uploadRounds int
+}
+
+func defaultConfig() config {
+	return config{
+		benchtime: "500ms",
+		rounds:    5,
+		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true},
+
+		clients:   50,
+		perClient: 40,
+		// retryablehttp's default schedule waits 1+2+4+8 s before it gives
+		// up on one request; 17 s lets every client finish one, while the
+		// other libraries finish all 40 well before.
+		outageCap:        17 * time.Second,
+		recoveryDown:     2 * time.Second,
+		recoveryInterval: 100 * time.Millisecond,
+		recoveryCap:      30 * time.Second,
+
+		herdClients: 200,
+
+		uploadSize:   64 << 20,
+		uploadRounds: 5,
+	}
+}
+
+func main() {
+	testing.Init() // registers -test.benchtime, which testing.Benchmark reads
+	cfg := defaultConfig()
+	flag.StringVar(&cfg.benchtime, "benchtime", cfg.benchtime, "time or count (Nx) per Go benchmark run")
+	flag.IntVar(&cfg.rounds, "rounds", cfg.rounds, "interleaved repetitions of each Go benchmark; the median is reported")
+	only := flag.String("scenarios", "1,2,3,4,5", "comma-separated scenario numbers to run")
+	flag.Parse()
+	var err error
+	if cfg.scenarios, err = parseScenarios(*only); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(2)
+	}
+	if err := run(os.Stdout, os.Stderr, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+func parseScenarios(s string) (map[int]bool, error) {
+	out := map[int]bool{}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 5 {
+			return nil, fmt.Errorf("bad scenario %q: want numbers from 1 to 5", f)
+		}
+		out[n] = true
+	}
+	return out, nil
+}
+
+// run prints the report to w and progress to log.
+func run(w, log io.Writer, cfg config) error {
+	if err := flagSet("test.benchtime", cfg.benchtime); err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(w, "# httpretry benchmarks\n\n")
+	writeMachine(w, start)
+	steps := []struct {
+		n   int
+		run func(io.Writer, io.Writer, config) error
+	}{
+		{1, runOverhead},
+		{2, runLoopback},
+		{3, runStorm},
+		{4, runHerd},
+		{5, runUpload},
+	}
+	for _, s := range steps {
+		if !cfg.scenarios[s.n] {
+			continue
+		}
+		t0 := time.Now()
+		if err := s.run(w, log, cfg); err != nil {
+			return fmt.Errorf("scenario %d: %w", s.n, err)
+		}
+		fmt.Fprintf(log, "scenario %d done in %s\n", s.n, time.Since(t0).Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "Total run time: %s.\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func flagSet(name, value string) error {
+	if flag.Lookup(name) == nil {
+		return fmt.Errorf("flag %s is not registered (testing.Init not called)", name)
+	}
+	return flag.Set(name, value)
+}

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunHerd(t *testing.T) {
+	const clients = 20
+	t.Run("bare never resends", func(t *testing.T) {
+		r, err := RunHerd(lib(t, NameBare), clients)
+		require.NoError(t, err)
+		assert.Equal(t, clients, r.Clients)
+		assert.Zero(t, r.Resent)
+		assert.Zero(t, r.Share)
+	})
+	t.Run("jitter alone resends all", func(t *testing.T) {
+		r, err := RunHerd(lib(t, NameHTTPRetryNoBudget), clients)
+		require.NoError(t, err)
+		assert.Equal(t, clients, r.Resent)
+		assert.Greater(t, r.Share, 0.0)
+		assert.LessOrEqual(t, r.Share, 1.0)
+		assert.LessOrEqual(t, r.P50, r.P99)
+		// Full jitter over [0, 100 ms], plus scheduling on a busy machine.
+		assert.Less(t, r.P99, time.Second)
+	})
+	t.Run("the budget resends a part", func(t *testing.T) {
+		r, err := RunHerd(lib(t, NameHTTPRetry), clients)
+		require.NoError(t, err)
+		// 20 requests grant max(10, 20 % of 20) = 10 resends.
+		assert.Greater(t, r.Resent, 0)
+		assert.LessOrEqual(t, r.Resent, 10)
+	})
+}
+
+func TestRunHerdRejectsNoClients(t *testing.T) {
+	_, err := RunHerd(lib(t, NameBare), 0)
+	assert.Error(t, err)
+}
