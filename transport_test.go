@@ -1,0 +1,598 @@
+package httpretry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRetriesRetryableStatusUntilSuccess(t *testing.T) {
+	up := newUpstream(t, failFirst(2))
+	var rec recorder
+	c := &http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)), WithObserver(rec.observe))}
+
+	resp, err := c.Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.EqualValues(t, 3, up.calls.Load())
+	assert.Equal(t, []EventKind{EventRetry, EventRetry}, rec.kinds())
+	for i, e := range rec.all() {
+		assert.Equal(t, i+1, e.Attempt)
+		assert.Equal(t, http.StatusServiceUnavailable, e.Status)
+		assert.NoError(t, e.Err)
+	}
+}
+
+func TestGivesUpAfterMaxRetriesWithLastResponseIntact(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	var rec recorder
+	c := &http.Client{Transport: New(nil, WithPolicy(fastPolicy(2)), WithObserver(rec.observe))}
+
+	resp, err := c.Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "Service Unavailable", readAll(t, resp))
+	assert.EqualValues(t, 3, up.calls.Load())
+	assert.Equal(t, ReasonExhausted, rec.giveUp(t))
+}
+
+func TestAnswersAreNotRetried(t *testing.T) {
+	for _, code := range []int{200, 201, 204, 301, 400, 404, 412, 500, 501} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			up := newUpstream(t, always(code))
+			var rec recorder
+			c := &http.Client{
+				Transport:     New(nil, WithPolicy(fastPolicy(3)), WithObserver(rec.observe)),
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			}
+			resp, err := c.Get(up.URL)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, code, resp.StatusCode)
+			assert.EqualValues(t, 1, up.calls.Load())
+			assert.Empty(t, rec.all(), "an answer is not a failure: no event")
+		})
+	}
+}
+
+func TestRetryOnListsTheRetriedStatuses(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	p := fastPolicy(1)
+	p.RetryOn = []int{500}
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p))}).Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.EqualValues(t, 2, up.calls.Load())
+}
+
+func TestPostWithoutKeyIsNotResent(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	var rec recorder
+	c := &http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)), WithObserver(rec.observe))}
+
+	for _, method := range []string{http.MethodPost, http.MethodPatch} {
+		up.calls.Store(0)
+		body := newTrackedBody("pay 10 EUR")
+		req, _ := http.NewRequest(method, up.URL, body)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.EqualValues(t, 1, up.calls.Load(), method)
+		assert.EqualValues(t, 1, body.closes.Load(), "the caller's body is closed once")
+	}
+	assert.Equal(t, []EventKind{EventGiveUp, EventGiveUp}, rec.kinds())
+	for _, e := range rec.all() {
+		assert.Equal(t, ReasonNotIdempotent, e.Reason)
+	}
+}
+
+func TestKeyedPostIsResentWithTheSameBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, header, policyHeader string
+	}{
+		{"Idempotency-Key", "Idempotency-Key", ""},
+		{"X-Idempotency-Key", "X-Idempotency-Key", ""},
+		{"custom header", "X-Request-Id", "x-request-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, failFirst(2))
+			p := fastPolicy(3)
+			p.IdempotencyHeader = tc.policyHeader
+			c := &http.Client{Transport: New(nil, WithPolicy(p))}
+			payload := strings.Repeat("order line\n", 1000)
+			body := newTrackedBody(payload)
+			req, _ := http.NewRequest(http.MethodPost, up.URL, body)
+			req.Header.Set(tc.header, "k-1")
+			resp, err := c.Do(req)
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			require.EqualValues(t, 3, up.calls.Load())
+			for i, b := range up.received() {
+				assert.Equal(t, payload, string(b), "attempt %d", i+1)
+			}
+			assert.EqualValues(t, 1, body.closes.Load())
+		})
+	}
+}
+
+func TestBlankKeyDoesNotMakePostResendable(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader("x"))
+	req.Header.Set("Idempotency-Key", "  ")
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)))}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.EqualValues(t, 1, up.calls.Load())
+}
+
+func TestAutoIdempotencyKeySharedByAttemptsAndCallerUntouched(t *testing.T) {
+	up := newUpstream(t, failFirst(2))
+	p := fastPolicy(3)
+	p.AutoIdempotencyKey = true
+	req, _ := http.NewRequest(http.MethodPost, up.URL, strings.NewReader("x"))
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p))}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.EqualValues(t, 3, up.calls.Load())
+	up.mu.Lock()
+	keys := up.keys
+	up.mu.Unlock()
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, keys[0])
+	assert.Equal(t, []string{keys[0], keys[0], keys[0]}, keys)
+	assert.Equal(t, http.Header{"Content-Type": {"text/plain"}}, req.Header, "the caller's header is not modified")
+}
+
+// refuseFirstDial is a base whose first dial fails as a refused connection
+// would, before any byte is written.
+func refuseFirstDial() (*http.Transport, *atomic.Int32) {
+	var dials atomic.Int32
+	tr := &http.Transport{DisableKeepAlives: true}
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	return tr, &dials
+}
+
+func TestPostThatNeverReachedTheWireIsResent(t *testing.T) {
+	up := newUpstream(t, always(http.StatusOK))
+	base, dials := refuseFirstDial()
+	defer base.CloseIdleConnections()
+	var rec recorder
+	body := newTrackedBody("pay 10 EUR")
+	req, _ := http.NewRequest(http.MethodPost, up.URL, body)
+	resp, err := (&http.Client{Transport: New(base, WithPolicy(fastPolicy(3)), WithObserver(rec.observe))}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.EqualValues(t, 2, dials.Load())
+	assert.EqualValues(t, 1, up.calls.Load())
+	assert.Equal(t, [][]byte{[]byte("pay 10 EUR")}, up.received())
+	assert.Equal(t, []EventKind{EventRetry}, rec.kinds())
+	assert.EqualValues(t, 1, body.closes.Load())
+}
+
+func TestPostCutAfterReachingTheWireIsNotResent(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.ReadAll(r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // the request arrived; the answer is lost
+		}
+	}))
+	defer srv.Close()
+	var rec recorder
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("pay 10 EUR"))
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)), WithObserver(rec.observe))}).Do(req)
+	require.Error(t, err)
+	assert.Nil(t, resp)
+	assert.EqualValues(t, 1, calls.Load())
+	assert.Equal(t, ReasonNotIdempotent, rec.giveUp(t))
+}
+
+func TestGetCutByTheServerIsResent(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)))}).Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.EqualValues(t, 2, up.calls.Load())
+}
+
+func TestGetBodyIsUsedForResendsWithoutCopying(t *testing.T) {
+	up := newUpstream(t, failFirst(2))
+	payload := bytes.Repeat([]byte("x"), 64<<10)
+	req, _ := http.NewRequest(http.MethodPut, up.URL, bytes.NewReader(payload))
+	var getBodies atomic.Int32
+	orig := req.GetBody
+	req.GetBody = func() (io.ReadCloser, error) { getBodies.Add(1); return orig() }
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)))}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.EqualValues(t, 2, getBodies.Load(), "once per resend")
+	for _, b := range up.received() {
+		assert.Equal(t, payload, b)
+	}
+}
+
+func TestBodyLongerThanMaxReplayBytesIsSentOnceWhole(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	p := fastPolicy(3)
+	p.MaxReplayBytes = 1 << 10
+	var rec recorder
+	payload := strings.Repeat("0123456789abcdef", 4<<10) // 64 KiB
+	body := newTrackedBody(payload)
+	req, _ := http.NewRequest(http.MethodPut, up.URL, body)
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p), WithObserver(rec.observe))}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, [][]byte{[]byte(payload)}, up.received())
+	assert.Equal(t, ReasonBodyNotReplayable, rec.giveUp(t))
+	assert.EqualValues(t, 1, body.closes.Load())
+}
+
+func TestNegativeMaxReplayBytesNeverRecords(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	p := fastPolicy(3)
+	p.MaxReplayBytes = -1
+	var rec recorder
+	req, _ := http.NewRequest(http.MethodPut, up.URL, newTrackedBody("small"))
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p), WithObserver(rec.observe))}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.EqualValues(t, 1, up.calls.Load())
+	assert.Equal(t, ReasonBodyNotReplayable, rec.giveUp(t))
+}
+
+// failingBody yields n bytes, then err.
+type failingBody struct {
+	n      int
+	err    error
+	closes atomic.Int32
+}
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if b.n == 0 {
+		return 0, b.err
+	}
+	k := min(len(p), b.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	b.n -= k
+	return k, nil
+}
+
+func (b *failingBody) Close() error { b.closes.Add(1); return nil }
+
+func TestBodyReadErrorEndsTheCall(t *testing.T) {
+	up := newUpstream(t, always(http.StatusOK))
+	boom := errors.New("disk on fire")
+	body := &failingBody{n: 10 << 10, err: boom}
+	var rec recorder
+	req, _ := http.NewRequest(http.MethodPut, up.URL, body)
+	req.ContentLength = 20 << 10
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(fastPolicy(3)), WithObserver(rec.observe))}).Do(req)
+	require.Error(t, err)
+	assert.Nil(t, resp)
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, ReasonBodyNotReplayable, rec.giveUp(t))
+	assert.LessOrEqual(t, up.calls.Load(), int64(1))
+	require.Eventually(t, func() bool { return body.closes.Load() == 1 }, 5*time.Second, time.Millisecond)
+}
+
+func TestPermanentErrorIsNotRetried(t *testing.T) {
+	var rec recorder
+	var calls atomic.Int32
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		calls.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	req, _ := http.NewRequest(http.MethodGet, "ftp://127.0.0.1/file", nil)
+	resp, err := New(base, WithPolicy(fastPolicy(3)), WithObserver(rec.observe)).RoundTrip(req)
+	require.Error(t, err)
+	assert.Nil(t, resp)
+	assert.Contains(t, err.Error(), "unsupported protocol scheme")
+	assert.EqualValues(t, 1, calls.Load())
+	assert.Equal(t, ReasonNotRetryable, rec.giveUp(t))
+}
+
+func TestBudgetRefusesResendsBeyondItsShare(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	p := fastPolicy(3)
+	p.Budget = BudgetConfig{Percent: 10, MinRetries: 2, Window: time.Minute}
+	budgets := NewBudgets()
+	var rec recorder
+	// Two transports share the registry, as after a configuration reload.
+	t1 := New(nil, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe))
+	t2 := New(nil, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe))
+	for i := range 10 {
+		rt := t1
+		if i%2 == 1 {
+			rt = t2
+		}
+		resp, err := (&http.Client{Transport: rt}).Get(up.URL)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	// 10 requests at 10 % allow max(2, 1) = 2 resends in all.
+	assert.EqualValues(t, 12, up.calls.Load())
+	reasons := map[Reason]int{}
+	for _, e := range rec.all() {
+		if e.Kind == EventGiveUp {
+			reasons[e.Reason]++
+		}
+	}
+	assert.Equal(t, map[Reason]int{ReasonBudget: 10}, reasons)
+	host := strings.TrimPrefix(up.URL, "http://")
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 2}, budgets.For(host, p.Budget).Stats())
+}
+
+func TestWithMaxRetriesOverridesThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy int
+		ctx    int
+		calls  int64
+	}{
+		{"zero turns retrying off", 3, 0, 1},
+		{"more than the policy", 1, 5, 6},
+		{"capped at 16", 1, 100, 17},
+		{"negative is zero", 3, -2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, always(http.StatusServiceUnavailable))
+			req, _ := http.NewRequestWithContext(WithMaxRetries(context.Background(), tc.ctx), http.MethodGet, up.URL, nil)
+			resp, err := (&http.Client{Transport: New(nil, WithPolicy(fastPolicy(tc.policy)))}).Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tc.calls, up.calls.Load())
+		})
+	}
+}
+
+func TestHostPolicies(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	port := up.URL[strings.LastIndexByte(up.URL, ':')+1:]
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		calls int64
+	}{
+		{"every host", []Option{WithPolicy(fastPolicy(2))}, 3},
+		{"host wins over every host", []Option{WithPolicy(fastPolicy(2)), WithHostPolicy("127.0.0.1", fastPolicy(1))}, 2},
+		{"host:port wins over host", []Option{
+			WithHostPolicy("127.0.0.1:"+port, fastPolicy(4)), WithHostPolicy("127.0.0.1", fastPolicy(1))}, 5},
+		{"another port does not match", []Option{WithHostPolicy("127.0.0.1:1", fastPolicy(4)), WithPolicy(fastPolicy(0))}, 1},
+		{"WithPolicy after WithHostPolicy keeps it", []Option{WithHostPolicy("127.0.0.1", fastPolicy(1)), WithPolicy(fastPolicy(3))}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up.calls.Store(0)
+			resp, err := (&http.Client{Transport: New(nil, tc.opts...)}).Get(up.URL)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tc.calls, up.calls.Load())
+		})
+	}
+}
+
+func TestCallersRequestIsNeverModified(t *testing.T) {
+	up := newUpstream(t, failFirst(2))
+	p := fastPolicy(3)
+	p.AutoIdempotencyKey = true
+	p.PerTryTimeout = 5 * time.Second
+	p.Deadline = 10 * time.Second
+	body := newTrackedBody("payload")
+	req, _ := http.NewRequest(http.MethodPost, up.URL+"/path?q=1", body)
+	req.Header.Set("X-Trace", "abc")
+	snapshot := struct {
+		method, url string
+		header      http.Header
+		body        io.ReadCloser
+		ctx         context.Context
+		length      int64
+	}{req.Method, req.URL.String(), req.Header.Clone(), req.Body, req.Context(), req.ContentLength}
+
+	resp, err := New(nil, WithPolicy(p)).RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.EqualValues(t, 3, up.calls.Load())
+	assert.Equal(t, snapshot.method, req.Method)
+	assert.Equal(t, snapshot.url, req.URL.String())
+	assert.Equal(t, snapshot.header, req.Header)
+	assert.Same(t, snapshot.body, req.Body)
+	assert.Equal(t, snapshot.ctx, req.Context())
+	assert.Equal(t, snapshot.length, req.ContentLength)
+	assert.Nil(t, req.GetBody)
+}
+
+func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
+	rt := New(roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil }), WithPolicy(fastPolicy(2)))
+
+	_, err := rt.RoundTrip(nil)
+	assert.ErrorContains(t, err, "httpretry: nil request")
+
+	body := newTrackedBody("x")
+	_, err = rt.RoundTrip(&http.Request{Method: http.MethodPut, Body: body})
+	assert.ErrorContains(t, err, "httpretry: nil request URL")
+	assert.EqualValues(t, 1, body.closes.Load())
+
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil)
+	resp, err := rt.RoundTrip(req)
+	assert.Nil(t, resp)
+	assert.ErrorContains(t, err, "neither a response nor an error")
+
+	off := New(roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil }), WithPolicy(Policy{}))
+	resp, err = off.RoundTrip(req)
+	assert.Nil(t, resp)
+	assert.ErrorContains(t, err, "neither a response nor an error")
+}
+
+func TestNewPanicsOnInvalidOptions(t *testing.T) {
+	assert.PanicsWithValue(t, "httpretry: invalid policy: MaxRetries -1 is outside 0..16",
+		func() { New(nil, WithPolicy(Policy{MaxRetries: -1})) })
+	assert.Panics(t, func() { New(nil, WithHostPolicy("http://x", DefaultPolicy())) })
+	assert.Panics(t, func() { New(nil, WithHostPolicy("x", Policy{PerTryTimeout: -1})) })
+	assert.Panics(t, func() { Middleware(WithPolicy(Policy{Deadline: -1})) })
+}
+
+func TestSwitchingProtocolsIsReturnedUntouched(t *testing.T) {
+	type rwc struct {
+		io.ReadWriteCloser
+	}
+	body := &rwc{}
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusSwitchingProtocols, Body: body, Header: http.Header{}}, nil
+	})
+	p := fastPolicy(2)
+	p.PerTryTimeout = time.Second
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/ws", nil)
+	resp, err := New(base, WithPolicy(p)).RoundTrip(req)
+	require.NoError(t, err)
+	assert.Same(t, body, resp.Body)
+}
+
+type closeIdleCounter struct {
+	http.RoundTripper
+	n atomic.Int32
+}
+
+func (c *closeIdleCounter) CloseIdleConnections() { c.n.Add(1) }
+
+func TestCloseIdleConnectionsIsForwarded(t *testing.T) {
+	base := &closeIdleCounter{RoundTripper: http.DefaultTransport}
+	New(base).CloseIdleConnections()
+	assert.EqualValues(t, 1, base.n.Load())
+	New(roundTripFunc(nil)).CloseIdleConnections() // a base without it: no panic
+}
+
+func TestDiscardedResponsesKeepTheirConnection(t *testing.T) {
+	var conns atomic.Int32
+	up := newUpstream(t, failFirst(3), func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+	})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: New(base, WithPolicy(fastPolicy(3)))}).Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.EqualValues(t, 4, up.calls.Load())
+	assert.EqualValues(t, 1, conns.Load(), "every attempt used the one connection")
+}
+
+func TestPerTryTimeoutStopsAtHeaders(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond) // well past PerTryTimeout
+		io.WriteString(w, "late but whole")
+	})
+	p := fastPolicy(2)
+	p.PerTryTimeout = 100 * time.Millisecond
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p))}).Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, "late but whole", readAll(t, resp))
+	assert.EqualValues(t, 1, up.calls.Load())
+}
+
+func TestPerTryTimeoutRetriesASlowAttempt(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			<-r.Context().Done() // hangs until the client gives up on it
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	p := fastPolicy(2)
+	p.PerTryTimeout = 100 * time.Millisecond
+	var rec recorder
+	start := time.Now()
+	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p), WithObserver(rec.observe))}).Get(up.URL)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.Less(t, time.Since(start), 5*time.Second)
+	events := rec.all()
+	require.Len(t, events, 1)
+	assert.ErrorIs(t, events[0].Err, ErrAttemptTimeout)
+	assert.ErrorIs(t, events[0].Err, context.DeadlineExceeded)
+}
+
+func TestConcurrentUseUnderRace(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		first := !seen[string(b)]
+		seen[string(b)] = true
+		mu.Unlock()
+		if first {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(b)
+	})
+	p := DefaultPolicy()
+	p.Backoff = Fixed(time.Millisecond)
+	p.Budget.Disabled = true
+	c := &http.Client{Transport: New(nil, WithPolicy(p))}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for g := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				want := strings.Repeat(string(rune('a'+g)), i+1)
+				req, _ := http.NewRequest(http.MethodPut, up.URL, io.NopCloser(strings.NewReader(want)))
+				resp, err := c.Do(req)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if got := readAll(t, resp); resp.StatusCode == http.StatusOK && assert.Equal(t, want, got) {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.EqualValues(t, 200, ok.Load())
+	assert.EqualValues(t, 400, up.calls.Load(), "each request failed once and was resent once")
+}
