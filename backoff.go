@@ -124,11 +124,11 @@ func (b Backoff) Ceiling(failedAttempts int) time.Duration {
 	case kindFixed:
 		return b.initial
 	}
-	shift := failedAttempts - 1
-	if shift < 0 {
-		shift = 0
-	}
-	if shift >= 62 || b.initial > b.max>>shift {
+	// Clamp before subtracting: math.MinInt-1 would wrap to math.MaxInt.
+	shift := max(failedAttempts, 1) - 1
+	// A positive max shifted by 63 or more is 0, so the test alone
+	// saturates; initial<<shift is then at most max and cannot overflow.
+	if shift >= 63 || b.initial > b.max>>shift {
 		return b.max
 	}
 	return b.initial << shift
