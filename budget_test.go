@@ -1,0 +1,464 @@
+package httpretry
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// bt0 is a fixed instant on a whole second, so that the default window's
+// 1 s buckets start exactly at bt0, bt0+1s, and so on.
+var bt0 = time.Date(2026, time.November, 29, 12, 0, 0, 0, time.UTC)
+
+func budgetAt(d time.Duration) time.Time { return bt0.Add(d) }
+
+func newTestBudget(cfg BudgetConfig) *Budget {
+	b := &Budget{}
+	b.configure(cfg)
+	return b
+}
+
+func recordTimes(b *Budget, n int, now time.Time) {
+	for range n {
+		b.recordAt(now)
+	}
+}
+
+// reserveAll reserves until the budget refuses and returns the grants.
+func reserveAll(t *testing.T, b *Budget, now time.Time) int {
+	t.Helper()
+	for n := 0; n < 1_000_000; n++ {
+		if !b.tryReserveAt(now) {
+			return n
+		}
+	}
+	t.Fatal("the budget never refused")
+	return 0
+}
+
+func TestBudgetMinRetriesFloor(t *testing.T) {
+	b := newTestBudget(BudgetConfig{})
+	for i := range 10 {
+		require.True(t, b.tryReserveAt(bt0), "grant %d", i+1)
+	}
+	assert.False(t, b.tryReserveAt(bt0), "the 11th")
+	assert.False(t, b.tryReserveAt(budgetAt(9*time.Second)), "still the same window")
+	assert.Equal(t, BudgetStats{Requests: 0, Retries: 10}, b.statsAt(bt0))
+}
+
+func TestBudgetZeroValue(t *testing.T) {
+	var b Budget // default config without configure
+	assert.Equal(t, 10, reserveAll(t, &b, bt0))
+	recordTimes(&b, 100, bt0)
+	assert.Equal(t, 10, reserveAll(t, &b, bt0), "20 %% of 100 is 20, 10 of them already spent")
+	assert.Equal(t, BudgetStats{Requests: 100, Retries: 20}, b.statsAt(bt0))
+}
+
+func TestBudgetPercent(t *testing.T) {
+	b := newTestBudget(BudgetConfig{Percent: 20})
+	recordTimes(b, 1000, bt0)
+	assert.Equal(t, 200, reserveAll(t, b, bt0))
+	assert.Equal(t, BudgetStats{Requests: 1000, Retries: 200}, b.statsAt(bt0))
+	// One more request does not make room: 20 % of 1001 is 200.2.
+	b.recordAt(bt0)
+	assert.False(t, b.tryReserveAt(bt0))
+	// Four more do: 20 % of 1005 is 201.
+	recordTimes(b, 4, bt0)
+	assert.True(t, b.tryReserveAt(bt0))
+	assert.False(t, b.tryReserveAt(bt0))
+}
+
+func TestBudgetMaxNotSum(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      BudgetConfig
+		requests int
+		want     int
+	}{
+		{"default, quiet", BudgetConfig{}, 0, 10},
+		{"default, 30 requests: floor, not 10+6", BudgetConfig{}, 30, 10},
+		{"default, 49 requests: 9.8 rounds down", BudgetConfig{}, 49, 10},
+		{"default, 50 requests: both 10", BudgetConfig{}, 50, 10},
+		{"default, 55 requests", BudgetConfig{}, 55, 11},
+		{"default, 100 requests: 20, not 30", BudgetConfig{}, 100, 20},
+		{"percent 50, 100 requests", BudgetConfig{Percent: 50}, 100, 50},
+		{"percent 100, min 1, 5 requests", BudgetConfig{Percent: 100, MinRetries: 1}, 5, 5},
+		{"percent 200", BudgetConfig{Percent: 200, MinRetries: 1}, 10, 20},
+		{"min 3, quiet", BudgetConfig{MinRetries: 3}, 0, 3},
+		{"min 3, 20 requests", BudgetConfig{MinRetries: 3}, 20, 4},
+		{"min 50, 100 requests", BudgetConfig{MinRetries: 50}, 100, 50},
+		{"strict, quiet", BudgetConfig{MinRetries: -1}, 0, 0},
+		{"strict, 4 requests: 0.8 rounds down", BudgetConfig{MinRetries: -1}, 4, 0},
+		{"strict, 5 requests", BudgetConfig{MinRetries: -1}, 5, 1},
+		{"strict, 10 requests", BudgetConfig{MinRetries: -1}, 10, 2},
+		{"strict, percent 50, 7 requests", BudgetConfig{MinRetries: -1, Percent: 50}, 7, 3},
+		{"very negative min is strict", BudgetConfig{MinRetries: -1000}, 100, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newTestBudget(tt.cfg)
+			recordTimes(b, tt.requests, bt0)
+			assert.Equal(t, tt.want, reserveAll(t, b, bt0))
+			assert.Equal(t, BudgetStats{Requests: tt.requests, Retries: tt.want}, b.statsAt(bt0))
+		})
+	}
+}
+
+func TestBudgetStrictQuietWindow(t *testing.T) {
+	b := newTestBudget(BudgetConfig{MinRetries: -1})
+	assert.False(t, b.tryReserveAt(bt0))
+	assert.False(t, b.tryReserveAt(budgetAt(time.Hour)))
+	assert.Equal(t, BudgetStats{}, b.statsAt(bt0))
+	assert.Equal(t, BudgetStats{}, b.statsAt(budgetAt(time.Hour)))
+}
+
+func TestBudgetWindowRollsBucketByBucket(t *testing.T) {
+	b := newTestBudget(BudgetConfig{}) // 10 s window in 1 s buckets
+	for i := range 10 {
+		recordTimes(b, 10, budgetAt(time.Duration(i)*time.Second+500*time.Millisecond))
+	}
+	require.Equal(t, BudgetStats{Requests: 100}, b.statsAt(budgetAt(9*time.Second+999*time.Millisecond)))
+	for k := 1; k <= 10; k++ {
+		// At bt0+(9+k)s the first k buckets have left the window.
+		now := budgetAt(time.Duration(9+k) * time.Second)
+		want := 100 - 10*k
+		assert.Equal(t, BudgetStats{Requests: want}, b.statsAt(now), "at +%ds", 9+k)
+		assert.Equal(t, BudgetStats{Requests: want}, b.statsAt(now.Add(999*time.Millisecond)), "at +%ds+999ms", 9+k)
+		assert.Equal(t, BudgetStats{Requests: want + 10}, b.statsAt(now.Add(-time.Nanosecond)), "just before +%ds", 9+k)
+	}
+}
+
+func TestBudgetWindowRolls(t *testing.T) {
+	b := newTestBudget(BudgetConfig{})
+	recordTimes(b, 100, bt0)
+	recordTimes(b, 50, budgetAt(3500*time.Millisecond))
+	for range 5 {
+		require.True(t, b.tryReserveAt(budgetAt(3500*time.Millisecond)))
+	}
+
+	steps := []struct {
+		at   time.Duration
+		want BudgetStats
+	}{
+		{0, BudgetStats{Requests: 100}},
+		{3 * time.Second, BudgetStats{Requests: 150, Retries: 5}},
+		{3500 * time.Millisecond, BudgetStats{Requests: 150, Retries: 5}},
+		{9999 * time.Millisecond, BudgetStats{Requests: 150, Retries: 5}},
+		{10 * time.Second, BudgetStats{Requests: 50, Retries: 5}},
+		{12999 * time.Millisecond, BudgetStats{Requests: 50, Retries: 5}},
+		{13 * time.Second, BudgetStats{}},
+		{time.Hour, BudgetStats{}},
+	}
+	for _, s := range steps {
+		assert.Equal(t, s.want, b.statsAt(budgetAt(s.at)), "at +%v", s.at)
+	}
+
+	// At +10s: 50 requests and 5 retries count, so 5 more are granted.
+	assert.Equal(t, 5, reserveAll(t, b, budgetAt(10*time.Second)))
+	// At +13s the resends of +3.5s have left too; only the 5 charged at
+	// +10s count against the floor of 10.
+	assert.Equal(t, BudgetStats{Retries: 5}, b.statsAt(budgetAt(13*time.Second)))
+	assert.Equal(t, 5, reserveAll(t, b, budgetAt(13*time.Second)))
+	// At +20s the resends of +10s are gone, those of +13s are not.
+	assert.Equal(t, BudgetStats{Retries: 5}, b.statsAt(budgetAt(20*time.Second)))
+	assert.Equal(t, 5, reserveAll(t, b, budgetAt(20*time.Second)))
+	// A full window after the last charge, the whole floor is back.
+	assert.Equal(t, BudgetStats{}, b.statsAt(budgetAt(30*time.Second)))
+	assert.Equal(t, 10, reserveAll(t, b, budgetAt(30*time.Second)))
+	assert.Equal(t, BudgetStats{Retries: 10}, b.statsAt(budgetAt(30*time.Second)))
+
+	// A write into a bucket that held a slot one window older clears it.
+	b.recordAt(budgetAt(40 * time.Second))
+	assert.Equal(t, BudgetStats{Requests: 1}, b.statsAt(budgetAt(40*time.Second)))
+	assert.Equal(t, BudgetStats{Requests: 1}, b.statsAt(budgetAt(49*time.Second)))
+}
+
+func TestBudgetCustomWindow(t *testing.T) {
+	b := newTestBudget(BudgetConfig{Window: time.Minute, MinRetries: -1, Percent: 100}) // 6 s buckets
+	recordTimes(b, 7, bt0)
+	assert.Equal(t, BudgetStats{Requests: 7}, b.statsAt(budgetAt(59*time.Second)))
+	assert.Equal(t, BudgetStats{}, b.statsAt(budgetAt(60*time.Second)))
+	assert.Equal(t, 7, reserveAll(t, b, budgetAt(59*time.Second)))
+	assert.Equal(t, 0, reserveAll(t, b, budgetAt(60*time.Second)))
+}
+
+func TestBudgetsReloadKeepsCounts(t *testing.T) {
+	bs := NewBudgets()
+	b := bs.For("api.example.com", BudgetConfig{Percent: 20})
+	recordTimes(b, 100, bt0)
+	require.Equal(t, 20, reserveAll(t, b, bt0))
+
+	same := bs.For("api.example.com", BudgetConfig{Percent: 20})
+	require.Same(t, b, same)
+	assert.Equal(t, BudgetStats{Requests: 100, Retries: 20}, b.statsAt(bt0))
+	assert.False(t, b.tryReserveAt(bt0))
+
+	b2 := bs.For("api.example.com", BudgetConfig{Percent: 50})
+	require.Same(t, b, b2, "a reload keeps the budget")
+	assert.Equal(t, BudgetStats{Requests: 100, Retries: 20}, b2.statsAt(bt0), "a reload keeps the counts")
+	assert.Equal(t, 30, reserveAll(t, b2, bt0), "the new percent applies: 50 of 100, 20 spent")
+
+	// Lowering it refuses at once; the counts are still kept.
+	b3 := bs.For("api.example.com", BudgetConfig{Percent: 10})
+	require.Same(t, b, b3)
+	assert.False(t, b3.tryReserveAt(bt0))
+	assert.Equal(t, BudgetStats{Requests: 100, Retries: 50}, b3.statsAt(bt0))
+}
+
+func TestBudgetsZeroValue(t *testing.T) {
+	var bs Budgets
+	b := bs.For("example.com", BudgetConfig{})
+	require.NotNil(t, b)
+	assert.Same(t, b, bs.For("example.com", BudgetConfig{}))
+	assert.NotSame(t, b, bs.For("example.org", BudgetConfig{}))
+	assert.Equal(t, 10, reserveAll(t, b, bt0))
+}
+
+func TestBudgetsHostCaseInsensitive(t *testing.T) {
+	bs := NewBudgets()
+	b := bs.For("API.Example.COM", BudgetConfig{})
+	assert.Same(t, b, bs.For("api.example.com", BudgetConfig{}))
+	assert.Same(t, b, bs.For("Api.Example.Com", BudgetConfig{}))
+	other := bs.For("api.example.com:8443", BudgetConfig{})
+	assert.NotSame(t, b, other)
+	for host, got := range budgetRegistry(t, bs) {
+		if strings.HasSuffix(host, ":8443") {
+			assert.Same(t, other, got, host)
+		} else {
+			assert.Same(t, b, got, host)
+			assert.True(t, strings.EqualFold(host, "api.example.com"), host)
+		}
+	}
+}
+
+func TestBudgetsEvictIdleHosts(t *testing.T) {
+	bs := &Budgets{}
+	t0 := bt0.UnixNano()
+	sec := int64(time.Second)
+
+	a := bs.insert("a", t0) // first insertion: sweeps the empty registry
+	a.recordAt(bt0)
+	long := bs.insert("long", t0)
+	long.configure(BudgetConfig{Window: time.Minute})
+	long.recordAt(bt0)
+	b := bs.insert("b", t0+sec) // no sweep: 1 s since the last
+	b.recordAt(budgetAt(5 * time.Second))
+	assert.Len(t, budgetRegistry(t, bs), 3)
+
+	// 10.5 s after the last sweep: "a" has been idle for a whole window;
+	// "b" has not, nor has "long" with its 1 min window.
+	c := bs.insert("c", t0+10*sec+sec/2)
+	c.recordAt(budgetAt(10500 * time.Millisecond))
+	assert.ElementsMatch(t, []string{"b", "c", "long"}, mapKeys(budgetRegistry(t, bs)))
+	a2 := bs.insert("a", t0+10*sec+sec/2)
+	assert.NotSame(t, a, a2, "an evicted host starts afresh")
+	assert.Equal(t, BudgetStats{}, a2.statsAt(bt0))
+	a2.recordAt(budgetAt(10500 * time.Millisecond))
+
+	// "b" is idle from +15 s, but no sweep runs until 10 s after the last.
+	bs.insert("d", t0+16*sec)
+	assert.Contains(t, budgetRegistry(t, bs), "b")
+
+	// The next sweep forgets it, and "d", which never counted anything;
+	// "long" stays within its minute, "a" and "c" were active at +19s.
+	a2.recordAt(budgetAt(19 * time.Second))
+	c.recordAt(budgetAt(19 * time.Second))
+	bs.insert("e", t0+21*sec)
+	assert.ElementsMatch(t, []string{"a", "c", "e", "long"}, mapKeys(budgetRegistry(t, bs)))
+	assert.Same(t, long, budgetRegistry(t, bs)["long"])
+
+	// A minute and more later, everything idle goes.
+	bs.insert("f", t0+61*sec)
+	assert.ElementsMatch(t, []string{"f"}, mapKeys(budgetRegistry(t, bs)))
+}
+
+// registry is a snapshot of bs's hosts; it also checks that the count the
+// registry keeps for its bound is the number of keys it holds.
+func budgetRegistry(t *testing.T, bs *Budgets) map[string]*Budget {
+	t.Helper()
+	m := make(map[string]*Budget)
+	bs.hosts.Range(func(k, v any) bool {
+		m[k.(string)] = v.(*Budget)
+		return true
+	})
+	bs.mu.Lock()
+	size := bs.size
+	bs.mu.Unlock()
+	require.Equal(t, len(m), size, "the registry's count of its keys")
+	return m
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestBudgetsBoundedHosts(t *testing.T) {
+	bs := &Budgets{}
+	t0 := bt0.UnixNano()
+	oldest := bs.insert("oldest", t0)
+	oldest.recordAt(bt0)
+	for i := 1; i < maxBudgetHosts; i++ {
+		bs.insert(fmt.Sprintf("h%d", i), t0+int64(time.Second)).recordAt(budgetAt(time.Second))
+	}
+	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
+
+	// Full, and nobody idle: the least recently active host goes.
+	bs.insert("new", t0+2*int64(time.Second)).recordAt(budgetAt(2 * time.Second))
+	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
+	assert.NotContains(t, budgetRegistry(t, bs), "oldest")
+	assert.Contains(t, budgetRegistry(t, bs), "new")
+	assert.Contains(t, budgetRegistry(t, bs), "h1")
+
+	// It never grows past the bound.
+	for i := range 10 {
+		now := t0 + 3*int64(time.Second) + int64(i)*int64(time.Millisecond)
+		bs.insert(fmt.Sprintf("more%d", i), now).recordAt(time.Unix(0, now))
+		require.LessOrEqual(t, len(budgetRegistry(t, bs)), maxBudgetHosts, "after insertion %d", i)
+	}
+	assert.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
+	assert.Contains(t, budgetRegistry(t, bs), "more9")
+
+	// An existing host is found, not inserted.
+	assert.Same(t, budgetRegistry(t, bs)["more9"], bs.insert("more9", t0+4*int64(time.Second)))
+	assert.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
+}
+
+func TestBudgetConcurrentTryReserveExact(t *testing.T) {
+	const goroutines, perG = 8, 500
+	b := newTestBudget(BudgetConfig{Percent: 20})
+	recordTimes(b, 1000, bt0)
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range perG {
+				if b.tryReserveAt(bt0) {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(200), granted.Load())
+	assert.Equal(t, BudgetStats{Requests: 1000, Retries: 200}, b.statsAt(bt0))
+}
+
+func TestBudgetConcurrentRecordAndReserve(t *testing.T) {
+	// With Percent 100 and no floor, each request makes room for exactly
+	// one resend. Every goroutine records, then tries twice: the ungranted
+	// room never exceeds the tries still to come, so by the end every
+	// request's resend was granted and none more.
+	const goroutines, perG = 8, 300
+	b := newTestBudget(BudgetConfig{Percent: 100, MinRetries: -1})
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range perG {
+				now := bt0
+				b.recordAt(now)
+				if b.tryReserveAt(now) {
+					granted.Add(1)
+				}
+				if b.tryReserveAt(now) { // a second try may only succeed on another's request
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s := b.statsAt(bt0)
+	assert.Equal(t, goroutines*perG, s.Requests)
+	assert.Equal(t, int64(s.Retries), granted.Load())
+	assert.Equal(t, goroutines*perG, s.Retries, "every request makes room for exactly one")
+}
+
+func TestBudgetConcurrentRealClock(t *testing.T) {
+	const goroutines, perG = 8, 200
+	bs := NewBudgets()
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range perG {
+				b := bs.For("Race.Example", BudgetConfig{MinRetries: -1, Percent: 50})
+				b.Record()
+				if b.TryReserve() {
+					granted.Add(1)
+				}
+				_ = b.Stats()
+			}
+		})
+	}
+	wg.Wait()
+	s := bs.For("race.example", BudgetConfig{MinRetries: -1, Percent: 50}).Stats()
+	assert.Equal(t, goroutines*perG, s.Requests)
+	assert.Equal(t, int64(s.Retries), granted.Load())
+	// Callers whose clocks straddle a bucket boundary may each miss the
+	// other's newest bucket, so allow one extra grant per goroutine.
+	assert.LessOrEqual(t, s.Retries, s.Requests/2+goroutines)
+	assert.Positive(t, s.Retries)
+}
+
+func TestBudgetNoAllocations(t *testing.T) {
+	b := newTestBudget(BudgetConfig{Percent: 50})
+	now := bt0
+	allocs := testing.AllocsPerRun(1000, func() {
+		b.recordAt(now)
+		b.tryReserveAt(now)
+		b.statsAt(now)
+		now = now.Add(700 * time.Millisecond) // roll buckets over as well
+	})
+	assert.Zero(t, allocs)
+
+	bs := NewBudgets()
+	bs.For("api.example.com", BudgetConfig{})
+	allocs = testing.AllocsPerRun(1000, func() {
+		bs.For("api.example.com", BudgetConfig{}).recordAt(bt0)
+	})
+	assert.Zero(t, allocs, "For on a known lower-case host")
+}
+
+func TestBudgetsForAfterEviction(t *testing.T) {
+	bs := NewBudgets()
+	a := bs.For("a.example", BudgetConfig{})
+	b := bs.For("b.example", BudgetConfig{})
+	require.NotSame(t, a, b)
+	assert.Same(t, a, bs.For("a.example", BudgetConfig{}))
+	assert.Same(t, a, bs.For("a.example", BudgetConfig{}), "twice in a row")
+	assert.Same(t, b, bs.For("b.example", BudgetConfig{}))
+
+	// A sweep far in the future forgets both; For must not hand out the
+	// forgotten budget, even the one it returned last.
+	far := time.Now().Add(time.Hour).UnixNano()
+	bs.insert("c.example", far)
+	assert.NotContains(t, budgetRegistry(t, bs), "b.example")
+	b2 := bs.For("b.example", BudgetConfig{})
+	assert.NotSame(t, b, b2)
+	assert.Same(t, b2, bs.For("b.example", BudgetConfig{}))
+	assert.NotSame(t, a, bs.For("a.example", BudgetConfig{}))
+}
+
+func TestBudgetsAliasesEvictedTogether(t *testing.T) {
+	bs := &Budgets{}
+	t0 := bt0.UnixNano()
+	mixed := bs.insert("Mixed.Example", t0)
+	mixed.recordAt(bt0)
+	assert.Same(t, mixed, bs.insert("mixed.example", t0))
+	assert.Same(t, mixed, bs.insert("MIXED.EXAMPLE", t0))
+	assert.Len(t, budgetRegistry(t, bs), 3, "two aliases and the lower-case name")
+
+	bs.insert("other", t0+11*int64(time.Second)).recordAt(budgetAt(11 * time.Second))
+	assert.ElementsMatch(t, []string{"other"}, mapKeys(budgetRegistry(t, bs)))
+	assert.NotSame(t, mixed, bs.insert("Mixed.Example", t0+12*int64(time.Second)))
+}

@@ -1,0 +1,69 @@
+package httpretry
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestEventKindString(t *testing.T) {
+	tests := []struct {
+		kind EventKind
+		want string
+	}{
+		{EventRetry, "retry"},
+		{EventHedge, "hedge"},
+		{EventGiveUp, "give-up"},
+		{0, "unknown"},
+		{EventGiveUp + 1, "unknown"},
+		{255, "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.kind.String())
+		})
+	}
+	assert.Equal(t, EventKind(1), EventRetry, "the zero EventKind is no event")
+}
+
+func TestReasonString(t *testing.T) {
+	tests := []struct {
+		reason Reason
+		want   string
+	}{
+		{ReasonExhausted, "exhausted"},
+		{ReasonBudget, "budget"},
+		{ReasonNotIdempotent, "not-idempotent"},
+		{ReasonRetryAfterTooLong, "retry-after-too-long"},
+		{ReasonDeadline, "deadline"},
+		{ReasonBodyNotReplayable, "body-not-replayable"},
+		{ReasonNotRetryable, "not-retryable"},
+		{ReasonCanceled, "canceled"},
+		{0, "none"},
+		{ReasonCanceled + 1, "none"},
+		{100, "none"},
+		{255, "none"},
+	}
+	seen := map[string]Reason{}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.reason.String())
+		})
+		if tt.want != "none" {
+			assert.NotContains(t, seen, tt.want, "names are distinct")
+			seen[tt.want] = tt.reason
+		}
+	}
+	assert.Len(t, seen, 8)
+}
+
+func TestObserversEmitInOrder(t *testing.T) {
+	var got []string
+	obs := observers{
+		func(e Event) { got = append(got, "a:"+e.Kind.String()) },
+		func(e Event) { got = append(got, "b:"+e.Reason.String()) },
+	}
+	obs.emit(Event{Kind: EventGiveUp, Reason: ReasonBudget})
+	assert.Equal(t, []string{"a:give-up", "b:budget"}, got)
+	observers(nil).emit(Event{}) // no observers: nothing happens
+}

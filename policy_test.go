@@ -1,0 +1,384 @@
+package httpretry
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultPolicy(t *testing.T) {
+	want := Policy{
+		MaxRetries:     3,
+		Backoff:        ExponentialJitter(100*time.Millisecond, 2*time.Second),
+		RetryOn:        []int{429, 502, 503, 504},
+		MaxRetryAfter:  30 * time.Second,
+		MaxReplayBytes: 1 << 20,
+		Budget:         BudgetConfig{Percent: 20, MinRetries: 10, Window: 10 * time.Second},
+	}
+	p := DefaultPolicy()
+	assert.Equal(t, want, p)
+	assert.Equal(t, DefaultBackoff, p.Backoff)
+	assert.Zero(t, p.PerTryTimeout)
+	assert.Zero(t, p.Deadline)
+	assert.Empty(t, p.IdempotencyHeader)
+	assert.False(t, p.AutoIdempotencyKey)
+	assert.Zero(t, p.Hedge)
+	assert.NoError(t, p.Validate())
+	assert.Equal(t, 30*time.Second, p.Backoff.waitBudget())
+
+	// The explicit budget is the zero budget's defaults spelled out.
+	explicit, zero := newBudgetParams(p.Budget), newBudgetParams(BudgetConfig{})
+	explicit.cfg, zero.cfg = BudgetConfig{}, BudgetConfig{}
+	assert.Equal(t, zero, explicit)
+}
+
+func TestDefaultRetryStatusesFresh(t *testing.T) {
+	a := DefaultRetryStatuses()
+	require.Equal(t, []int{429, 502, 503, 504}, a)
+	a[0] = 500
+	a = append(a, 418)
+	assert.Equal(t, []int{429, 502, 503, 504}, DefaultRetryStatuses())
+
+	p := DefaultPolicy()
+	p.RetryOn[1] = 500
+	assert.Equal(t, []int{429, 502, 503, 504}, DefaultPolicy().RetryOn)
+	assert.Equal(t, []int{429, 502, 503, 504}, DefaultRetryStatuses())
+}
+
+func TestPolicyValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Policy)
+		field string // "" when valid
+	}{
+		{"default", func(*Policy) {}, ""},
+		{"MaxRetries 0", func(p *Policy) { p.MaxRetries = 0 }, ""},
+		{"MaxRetries 16", func(p *Policy) { p.MaxRetries = 16 }, ""},
+		{"MaxRetries -1", func(p *Policy) { p.MaxRetries = -1 }, "MaxRetries -1 is outside 0..16"},
+		{"MaxRetries 17", func(p *Policy) { p.MaxRetries = 17 }, "MaxRetries 17 is outside 0..16"},
+		{"RetryOn nil", func(p *Policy) { p.RetryOn = nil }, ""},
+		{"RetryOn empty", func(p *Policy) { p.RetryOn = []int{} }, ""},
+		{"RetryOn 100 and 599", func(p *Policy) { p.RetryOn = []int{100, 599} }, ""},
+		{"RetryOn 99", func(p *Policy) { p.RetryOn = []int{503, 99} }, "RetryOn status 99 is outside 100..599"},
+		{"RetryOn 600", func(p *Policy) { p.RetryOn = []int{600} }, "RetryOn status 600 is outside 100..599"},
+		{"RetryOn 0", func(p *Policy) { p.RetryOn = []int{0} }, "RetryOn status 0 is outside 100..599"},
+		{"RetryOn -503", func(p *Policy) { p.RetryOn = []int{-503} }, "RetryOn status -503 is outside 100..599"},
+		{"RetryOn huge", func(p *Policy) { p.RetryOn = []int{math.MaxInt} }, "RetryOn status 9223372036854775807 is outside 100..599"},
+		{"PerTryTimeout", func(p *Policy) { p.PerTryTimeout = -time.Second }, "PerTryTimeout -1s is negative"},
+		{"Deadline", func(p *Policy) { p.Deadline = -1 }, "Deadline -1ns is negative"},
+		{"MaxRetryAfter", func(p *Policy) { p.MaxRetryAfter = -time.Minute }, "MaxRetryAfter -1m0s is negative"},
+		{"MaxRetryAfter 0", func(p *Policy) { p.MaxRetryAfter = 0 }, ""},
+		{"MaxReplayBytes negative", func(p *Policy) { p.MaxReplayBytes = -1 }, ""},
+		{"IdempotencyHeader valid", func(p *Policy) { p.IdempotencyHeader = "X-Request-Token" }, ""},
+		{"IdempotencyHeader tchars", func(p *Policy) { p.IdempotencyHeader = "!#$%&'*+-.^_`|~09az" }, ""},
+		{"IdempotencyHeader space", func(p *Policy) { p.IdempotencyHeader = "Idempotency Key" }, `IdempotencyHeader "Idempotency Key" is not a header name`},
+		{"IdempotencyHeader colon", func(p *Policy) { p.IdempotencyHeader = "Key:" }, `IdempotencyHeader "Key:" is not a header name`},
+		{"IdempotencyHeader newline", func(p *Policy) { p.IdempotencyHeader = "Key\n" }, `IdempotencyHeader "Key\n" is not a header name`},
+		{"IdempotencyHeader non-ASCII", func(p *Policy) { p.IdempotencyHeader = "Schlüssel" }, `IdempotencyHeader "Schlüssel" is not a header name`},
+		{"Budget.Percent", func(p *Policy) { p.Budget.Percent = -5 }, "Budget.Percent -5 is negative"},
+		{"Budget.Percent 0", func(p *Policy) { p.Budget.Percent = 0 }, ""},
+		{"Budget.Percent 500", func(p *Policy) { p.Budget.Percent = 500 }, ""},
+		{"Budget.MinRetries negative", func(p *Policy) { p.Budget.MinRetries = -1 }, ""},
+		{"Budget.Window", func(p *Policy) { p.Budget.Window = -time.Second }, "Budget.Window -1s is negative"},
+		{"Budget.Disabled", func(p *Policy) { p.Budget.Disabled = true }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := DefaultPolicy()
+			tt.edit(&p)
+			err := p.Validate()
+			if tt.field == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidPolicy)
+			assert.Equal(t, "httpretry: invalid policy: "+tt.field, err.Error())
+		})
+	}
+}
+
+func TestPolicyValidateZero(t *testing.T) {
+	assert.NoError(t, Policy{}.Validate())
+}
+
+func TestPolicyValidateNamesEveryField(t *testing.T) {
+	p := Policy{
+		MaxRetries:        99,
+		RetryOn:           []int{42, 503, 700},
+		PerTryTimeout:     -1,
+		Deadline:          -2,
+		MaxRetryAfter:     -3,
+		IdempotencyHeader: "a b",
+		Budget:            BudgetConfig{Percent: -1, Window: -4},
+	}
+	err := p.Validate()
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrInvalidPolicy))
+	parts := []string{
+		"MaxRetries 99 is outside 0..16",
+		"RetryOn status 42 is outside 100..599",
+		"RetryOn status 700 is outside 100..599",
+		"PerTryTimeout -1ns is negative",
+		"Deadline -2ns is negative",
+		"MaxRetryAfter -3ns is negative",
+		`IdempotencyHeader "a b" is not a header name`,
+		"Budget.Percent -1 is negative",
+		"Budget.Window -4ns is negative",
+	}
+	assert.Equal(t, "httpretry: invalid policy: "+strings.Join(parts, "; "), err.Error())
+}
+
+type policyTestTransport struct{}
+
+func (policyTestTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("nop")
+}
+
+func TestNewPanicsWithValidateText(t *testing.T) {
+	bad := Policy{MaxRetries: -1, Deadline: -time.Second}
+	want := bad.Validate().Error()
+	assert.PanicsWithValue(t, want, func() { New(policyTestTransport{}, WithPolicy(bad)) })
+	assert.PanicsWithValue(t, want, func() { Middleware(WithPolicy(bad)) })
+
+	assert.PanicsWithValue(t, `httpretry: WithHostPolicy("x:abc"): bad port "abc"`,
+		func() { New(policyTestTransport{}, WithHostPolicy("x:abc", DefaultPolicy())) })
+	assert.Panics(t, func() { New(policyTestTransport{}, WithHostPolicy("api.example.com", bad)) })
+
+	assert.NotPanics(t, func() { New(policyTestTransport{}, WithPolicy(DefaultPolicy()), WithPolicy(Policy{})) })
+}
+
+func TestResolvePolicyDefaults(t *testing.T) {
+	hp := resolvePolicy(Policy{MaxRetries: 2})
+	assert.Equal(t, 2, hp.maxRetries)
+	assert.Equal(t, DefaultBackoff, hp.backoff)
+	assert.Equal(t, 30*time.Second, hp.waitBudget)
+	assert.Equal(t, 30*time.Second, hp.maxRetryAfter)
+	assert.Equal(t, int64(1<<20), hp.maxReplay)
+	assert.Equal(t, []string{"Idempotency-Key", "X-Idempotency-Key"}, hp.idemHeaders)
+	assert.Empty(t, hp.autoKeyHeader)
+	for code := range 640 {
+		want := code == 429 || code == 502 || code == 503 || code == 504
+		assert.Equal(t, want, hp.retryOn.has(code), "status %d", code)
+	}
+
+	hp = resolvePolicy(Policy{
+		MaxRetries:         1,
+		Backoff:            NoBackoff(),
+		RetryOn:            []int{},
+		MaxReplayBytes:     -1,
+		IdempotencyHeader:  "x-request-token",
+		AutoIdempotencyKey: true,
+	})
+	assert.Equal(t, statusSet{}, hp.retryOn)
+	assert.Equal(t, int64(-1), hp.maxReplay)
+	assert.Equal(t, time.Duration(0), hp.waitBudget)
+	assert.Equal(t, []string{"X-Request-Token"}, hp.idemHeaders)
+	assert.Equal(t, "X-Request-Token", hp.autoKeyHeader)
+
+	hp = resolvePolicy(Policy{MaxRetries: 1, AutoIdempotencyKey: true, Backoff: Fixed(time.Second).Unbudgeted()})
+	assert.Equal(t, "Idempotency-Key", hp.autoKeyHeader)
+	assert.Equal(t, time.Duration(-1), hp.waitBudget)
+}
+
+func TestSplitHostRule(t *testing.T) {
+	tests := []struct {
+		host     string
+		name     string
+		port     string
+		wantErr  bool
+		errMatch string
+	}{
+		{host: "api.example.com", name: "api.example.com"},
+		{host: "API.example.com:8443", name: "api.example.com", port: "8443"},
+		{host: "127.0.0.1", name: "127.0.0.1"},
+		{host: "127.0.0.1:80", name: "127.0.0.1", port: "80"},
+		{host: "[::1]:8080", name: "::1", port: "8080"},
+		{host: "::1", name: "::1"},
+		{host: "[::1]", name: "::1"},
+		{host: "[FE80::1]:443", name: "fe80::1", port: "443"},
+		{host: "2001:DB8::1", name: "2001:db8::1"},
+		{host: "", wantErr: true, errMatch: `WithHostPolicy(""): want a host or host:port, with no scheme or path`},
+		{host: "http://x", wantErr: true, errMatch: `WithHostPolicy("http://x"): want a host or host:port, with no scheme or path`},
+		{host: "x/y", wantErr: true, errMatch: `WithHostPolicy("x/y")`},
+		{host: "x y", wantErr: true, errMatch: `WithHostPolicy("x y")`},
+		{host: "x:abc", wantErr: true, errMatch: `WithHostPolicy("x:abc"): bad port "abc"`},
+		{host: "x:", wantErr: true, errMatch: `bad port ""`},
+		{host: "x:-1", wantErr: true, errMatch: `bad port "-1"`},
+		{host: "[::1]:", wantErr: true, errMatch: `bad port ""`},
+		{host: "a:b:c", wantErr: true, errMatch: "want a host or host:port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			name, port, err := splitHostRule(tt.host)
+			if tt.wantErr {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.errMatch)
+				assert.True(t, strings.HasPrefix(err.Error(), "httpretry: "), err.Error())
+				assert.Empty(t, name)
+				assert.Empty(t, port)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.name, name)
+			assert.Equal(t, tt.port, port)
+		})
+	}
+}
+
+func TestPolicyTableLookup(t *testing.T) {
+	all, any, p8443, p443, v6 := &hostPolicy{}, &hostPolicy{}, &hostPolicy{}, &hostPolicy{}, &hostPolicy{}
+	named := map[*hostPolicy]string{all: "all", any: "any", p8443: "api:8443", p443: "portonly:443", v6: "[::1]:8080"}
+	table := policyTable{all: all, hosts: map[string]*hostRules{
+		"api.example.com":      {any: any, ports: map[string]*hostPolicy{"8443": p8443}},
+		"portonly.example.com": {ports: map[string]*hostPolicy{"443": p443}},
+		"::1":                  {ports: map[string]*hostPolicy{"8080": v6}},
+	}}
+	tests := []struct {
+		url  string
+		want *hostPolicy
+	}{
+		{"https://api.example.com:8443/x", p8443},
+		{"http://api.example.com:8443", p8443},
+		{"https://API.Example.COM:8443", p8443},
+		{"https://api.example.com/", any},
+		{"http://api.example.com:9000/", any},
+		{"HTTPS://API.EXAMPLE.COM", any},
+		{"https://portonly.example.com/", p443},
+		{"https://portonly.example.com:443/", p443},
+		{"wss://portonly.example.com", p443},
+		{"https://PortOnly.Example.com", p443},
+		{"http://portonly.example.com/", all},
+		{"https://portonly.example.com:8443/", all},
+		{"http://[::1]:8080/", v6},
+		{"http://[::1]:8081/", all},
+		{"http://[::1]/", all},
+		{"https://other.example.com/", all},
+		{"https://api.example.com.evil.example/", all},
+		{"https://sub.api.example.com/", all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			u, err := url.Parse(tt.url)
+			require.NoError(t, err)
+			got := table.lookup(u)
+			assert.Same(t, tt.want, got, "want %s, got %s", named[tt.want], named[got])
+		})
+	}
+
+	empty := policyTable{all: all}
+	assert.Same(t, all, empty.lookup(&url.URL{Scheme: "https", Host: "api.example.com:8443"}))
+}
+
+func TestPolicyTableFromOptions(t *testing.T) {
+	byRetries := func(n int) Policy { return Policy{MaxRetries: n} }
+	// host:port wins over host whatever the order, and a later WithPolicy
+	// does not reset host policies.
+	tr := New(policyTestTransport{},
+		WithHostPolicy("API.example.com:8443", byRetries(2)),
+		WithHostPolicy("api.example.com", byRetries(1)),
+		WithHostPolicy("[::1]:8080", byRetries(4)),
+		WithHostPolicy("h", byRetries(5)),
+		WithHostPolicy("h:443", byRetries(6)),
+		WithPolicy(byRetries(3)),
+	)
+	tests := []struct {
+		url  string
+		want int
+	}{
+		{"https://api.example.com:8443/", 2},
+		{"https://api.example.com/", 1},
+		{"http://api.example.com:8080/", 1},
+		{"http://[::1]:8080/", 4},
+		{"http://[::1]:9/", 3},
+		{"https://h/", 6},
+		{"http://h/", 5},
+		{"https://elsewhere/", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			u, err := url.Parse(tt.url)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, tr.policies.lookup(u).maxRetries)
+		})
+	}
+}
+
+func TestBudgetKey(t *testing.T) {
+	tests := []struct {
+		url  string
+		want string
+	}{
+		{"https://h", "h"},
+		{"https://h:443", "h"},
+		{"https://h:443/path?q=1", "h"},
+		{"http://h:80", "h"},
+		{"http://h", "h"},
+		{"https://h:80", "h:80"},
+		{"http://h:443", "h:443"},
+		{"https://h:8443", "h:8443"},
+		{"https://H.Example:443", "H.Example"},
+		{"ws://h:80", "h"},
+		{"wss://h:443", "h"},
+		{"ftp://h:21", "h:21"},
+		{"https://[::1]:443", "[::1]"},
+		{"http://[::1]:8080", "[::1]:8080"},
+		{"https://[::1]", "[::1]"},
+		{"https://127.0.0.1:443", "127.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			u, err := url.Parse(tt.url)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, budgetKey(u))
+		})
+	}
+
+	u := &url.URL{Scheme: "https", Host: "api.example.com:443"}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = budgetKey(u) }))
+}
+
+func TestStatusSet(t *testing.T) {
+	var s statusSet
+	for _, c := range []int{0, 63, 64, 200, 503, 639} {
+		s.add(c)
+	}
+	tests := []struct {
+		code int
+		want bool
+	}{
+		{0, true},
+		{1, false},
+		{62, false},
+		{63, true},
+		{64, true},
+		{65, false},
+		{200, true},
+		{503, true},
+		{504, false},
+		{638, false},
+		{639, true},
+		{640, false},
+		{703, false}, // 639+64: would alias bit 639 without the bound
+		{-1, false},
+		{-64, false},
+		{math.MaxInt, false},
+		{math.MinInt, false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, s.has(tt.code), "has(%d)", tt.code)
+	}
+
+	var empty statusSet
+	for c := -1; c <= 640; c++ {
+		require.False(t, empty.has(c), "empty has(%d)", c)
+	}
+	assert.Panics(t, func() { s.add(640) }, "add beyond the set is a programming error Validate prevents")
+}
