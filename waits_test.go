@@ -1,0 +1,303 @@
+package httpretry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run the attempt loop against a fake base in a synctest
+// bubble: time is virtual, so waits are asserted exactly and cost nothing.
+
+// scripted answers attempt n (1-based) with answer(n) and records when each
+// attempt was sent, in virtual time.
+type scripted struct {
+	answer func(r *http.Request, n int) (*http.Response, error)
+	n      atomic.Int32
+	sentAt []time.Duration
+	start  time.Time
+}
+
+func (s *scripted) RoundTrip(r *http.Request) (*http.Response, error) {
+	n := int(s.n.Add(1))
+	s.sentAt = append(s.sentAt, time.Since(s.start))
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	return s.answer(r, n)
+}
+
+func newScripted(answer func(r *http.Request, n int) (*http.Response, error)) *scripted {
+	return &scripted{answer: answer, start: time.Now()}
+}
+
+func statusThenOK(code int, header http.Header, failures int) func(*http.Request, int) (*http.Response, error) {
+	return func(r *http.Request, n int) (*http.Response, error) {
+		if n <= failures {
+			return fakeResponse(r, code, header.Clone(), "busy"), nil
+		}
+		return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+	}
+}
+
+func get(t *testing.T, rt http.RoundTripper, ctx context.Context) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example.com/items", nil)
+	require.NoError(t, err)
+	return rt.RoundTrip(req)
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestExponentialWaitsExactly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 10))
+		p := fastPolicy(4)
+		p.Backoff = Exponential(ms(100), ms(1000))
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []time.Duration{0, ms(100), ms(300), ms(700), ms(1500)}, base.sentAt)
+		var delays []time.Duration
+		for _, e := range rec.all() {
+			if e.Kind == EventRetry {
+				delays = append(delays, e.Delay)
+			}
+		}
+		assert.Equal(t, []time.Duration{ms(100), ms(200), ms(400), ms(800)}, delays)
+	})
+}
+
+func TestWaitBudgetShortensTheWaitThatOverrunsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 10))
+		p := fastPolicy(4)
+		p.Backoff = Exponential(ms(100), ms(1000)).WithWaitBudget(ms(250))
+		resp, err := get(t, New(base, WithPolicy(p)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		// Waits 100, 150 (what is left), then none.
+		assert.Equal(t, []time.Duration{0, ms(100), ms(250), ms(250), ms(250)}, base.sentAt)
+	})
+}
+
+func TestJitteredWaitsStayUnderTheCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 10))
+		p := fastPolicy(3)
+		p.Backoff = ExponentialJitter(ms(100), ms(1000))
+		resp, err := get(t, New(base, WithPolicy(p)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, base.sentAt, 4)
+		for i, ceiling := range []time.Duration{ms(100), ms(200), ms(400)} {
+			wait := base.sentAt[i+1] - base.sentAt[i]
+			assert.GreaterOrEqual(t, wait, time.Duration(0))
+			assert.LessOrEqual(t, wait, ceiling, "resend %d", i+1)
+		}
+	})
+}
+
+func TestRetryAfterLengthensTheWait(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value func(now time.Time) string
+		want  time.Duration
+	}{
+		{"delay-seconds", func(time.Time) string { return "2" }, 2 * time.Second},
+		{"HTTP-date", func(now time.Time) string { return now.Add(3 * time.Second).UTC().Format(http.TimeFormat) }, 3 * time.Second},
+		{"a date in the past", func(now time.Time) string { return now.Add(-time.Hour).UTC().Format(http.TimeFormat) }, ms(50)},
+		{"garbage", func(time.Time) string { return "soon" }, ms(50)},
+		{"negative", func(time.Time) string { return "-1" }, ms(50)},
+		{"shorter than the backoff", func(time.Time) string { return "0" }, ms(50)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := http.Header{"Retry-After": {tc.value(time.Now())}}
+				base := newScripted(statusThenOK(429, h, 1))
+				p := fastPolicy(2)
+				p.Backoff = Fixed(ms(50))
+				resp, err := get(t, New(base, WithPolicy(p)), context.Background())
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, []time.Duration{0, tc.want}, base.sentAt)
+			})
+		})
+	}
+}
+
+func TestRetryAfterBeyondMaxRetryAfterReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, http.Header{"Retry-After": {"3600"}}, 1))
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(fastPolicy(3)), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, "busy", readAll(t, resp))
+		assert.Zero(t, time.Since(start))
+		assert.EqualValues(t, 1, base.n.Load())
+		assert.Equal(t, ReasonRetryAfterTooLong, rec.giveUp(t))
+	})
+}
+
+func TestRetryAfterThatCrossesTheDeadlineReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, http.Header{"Retry-After": {"5"}}, 1))
+		p := fastPolicy(3)
+		p.Deadline = 2 * time.Second
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.EqualValues(t, 1, base.n.Load())
+		assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+	})
+}
+
+func TestDeadlineEndsTheLoopBeforeAWaitCrossesIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 10))
+		p := fastPolicy(10)
+		p.Backoff = Fixed(ms(400))
+		p.Deadline = time.Second
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []time.Duration{0, ms(400), ms(800)}, base.sentAt)
+		assert.Equal(t, ms(800), time.Since(start), "no wait that would cross the deadline")
+		assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+	})
+}
+
+func TestContextDeadlineBoundsTheLoopToo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 10))
+		p := fastPolicy(10)
+		p.Backoff = Fixed(ms(400))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), ctx)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []time.Duration{0, ms(400), ms(800)}, base.sentAt)
+		assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+	})
+}
+
+// hangUntilCanceled answers attempts listed in hang only when their
+// context ends.
+func hangUntilCanceled(hang map[int]bool) func(*http.Request, int) (*http.Response, error) {
+	return func(r *http.Request, n int) (*http.Response, error) {
+		if hang[n] {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}
+		return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+	}
+}
+
+func TestPerTryTimeoutIsReArmedForEachAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(hangUntilCanceled(map[int]bool{1: true, 2: true}))
+		p := fastPolicy(3)
+		p.PerTryTimeout = ms(300)
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp))
+		assert.Equal(t, []time.Duration{0, ms(300), ms(600)}, base.sentAt)
+		for _, e := range rec.all() {
+			assert.ErrorIs(t, e.Err, ErrAttemptTimeout)
+		}
+	})
+}
+
+func TestDeadlineCancelsTheAttemptWaitingForHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(hangUntilCanceled(map[int]bool{1: true}))
+		p := fastPolicy(3)
+		p.Deadline = ms(700)
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, ErrDeadline)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, ms(700), time.Since(start))
+		assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+	})
+}
+
+// closeCounter is a response body that counts its Closes.
+type closeCounter struct {
+	closes atomic.Int32
+}
+
+func (c *closeCounter) Read([]byte) (int, error) { return 0, errors.New("unread") }
+func (c *closeCounter) Close() error             { c.closes.Add(1); return nil }
+
+func TestCancelDuringAWaitReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		body := &closeCounter{}
+		base := newScripted(func(r *http.Request, n int) (*http.Response, error) {
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: body, ContentLength: -1}, nil
+		})
+		p := fastPolicy(3)
+		p.Backoff = Fixed(10 * time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), ctx)
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.EqualValues(t, 1, body.closes.Load(), "the discarded response is closed")
+		assert.Equal(t, []EventKind{EventRetry, EventGiveUp}, rec.kinds())
+		assert.Equal(t, ReasonCanceled, rec.giveUp(t))
+	})
+}
+
+func TestCanceledAttemptIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(hangUntilCanceled(map[int]bool{1: true}))
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(ms(100), cancel)
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(fastPolicy(3)), WithObserver(rec.observe)), ctx)
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.EqualValues(t, 1, base.n.Load())
+		assert.Equal(t, ReasonCanceled, rec.giveUp(t))
+	})
+}
+
+func TestReturnedBodyKeepsItsAttemptContextUntilClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var attemptCtx context.Context
+		base := newScripted(func(r *http.Request, n int) (*http.Response, error) {
+			attemptCtx = r.Context()
+			return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+		})
+		p := fastPolicy(3)
+		p.PerTryTimeout = ms(100)
+		resp, err := get(t, New(base, WithPolicy(p)), context.Background())
+		require.NoError(t, err)
+		time.Sleep(time.Second) // long past PerTryTimeout
+		assert.NoError(t, attemptCtx.Err(), "the body is governed by the caller's context")
+		assert.Equal(t, "ok", readAll(t, resp))
+		assert.ErrorIs(t, attemptCtx.Err(), context.Canceled, "released once the body is closed")
+	})
+}
