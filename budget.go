@@ -54,6 +54,24 @@ type budgetParams struct {
 
 var defaultBudgetParams = newBudgetParams(BudgetConfig{})
 
+// withDefaults returns c with its zero fields resolved to their defaults,
+// so that two configs that mean the same budget compare equal.
+func (c BudgetConfig) withDefaults() BudgetConfig {
+	if c.Percent == 0 {
+		c.Percent = defaultBudgetPercent
+	}
+	switch {
+	case c.MinRetries == 0:
+		c.MinRetries = defaultBudgetMinRetries
+	case c.MinRetries < 0:
+		c.MinRetries = -1
+	}
+	if c.Window <= 0 {
+		c.Window = defaultBudgetWindow
+	}
+	return c
+}
+
 func newBudgetParams(cfg BudgetConfig) *budgetParams {
 	p := &budgetParams{cfg: cfg, percent: int64(cfg.Percent), minRetries: int64(cfg.MinRetries), window: int64(cfg.Window)}
 	if p.percent == 0 {
@@ -110,9 +128,11 @@ func (b *Budget) loadParams() *budgetParams {
 	return defaultBudgetParams
 }
 
-// configure applies cfg if it differs from the current config; the counts
-// are kept.
+// configure applies cfg if it means another budget than the current one;
+// the counts are kept. When transports sharing a Budgets give one host
+// different configs, the last one to send a request wins.
 func (b *Budget) configure(cfg BudgetConfig) {
+	cfg = cfg.withDefaults()
 	if p := b.params.Load(); p == nil || p.cfg != cfg {
 		b.params.Store(newBudgetParams(cfg))
 	}

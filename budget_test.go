@@ -462,3 +462,14 @@ func TestBudgetsAliasesEvictedTogether(t *testing.T) {
 	assert.ElementsMatch(t, []string{"other"}, mapKeys(budgetRegistry(t, bs)))
 	assert.NotSame(t, mixed, bs.insert("Mixed.Example", t0+12*int64(time.Second)))
 }
+
+func TestConfigsThatMeanTheSameBudgetDoNotReconfigure(t *testing.T) {
+	var bs Budgets
+	b := bs.For("api.example.com", BudgetConfig{})
+	before := b.params.Load()
+	bs.For("api.example.com", DefaultPolicy().Budget)
+	bs.For("api.example.com", BudgetConfig{Window: -1})
+	assert.Same(t, before, b.params.Load())
+	bs.For("api.example.com", BudgetConfig{Percent: 50})
+	assert.NotSame(t, before, b.params.Load())
+}

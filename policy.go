@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -175,7 +176,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		maxRetryAfter: p.MaxRetryAfter,
 		maxReplay:     p.MaxReplayBytes,
 		idemHeaders:   defaultIdempotencyHeaders,
-		budget:        p.Budget,
+		budget:        p.Budget.withDefaults(),
 		hedge:         p.Hedge,
 	}
 	hp.waitBudget = hp.backoff.waitBudget()
@@ -265,7 +266,7 @@ func splitHostRule(host string) (name, port string, err error) {
 		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port, with no scheme or path", host)
 	}
 	if h, p, err := net.SplitHostPort(host); err == nil {
-		if p == "" || strings.Trim(p, "0123456789") != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
 			return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): bad port %q", host, p)
 		}
 		return strings.ToLower(h), p, nil

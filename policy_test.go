@@ -382,3 +382,13 @@ func TestStatusSet(t *testing.T) {
 	}
 	assert.Panics(t, func() { s.add(640) }, "add beyond the set is a programming error Validate prevents")
 }
+
+func TestHostRulePortMustBeAPort(t *testing.T) {
+	for _, host := range []string{"x:99999", "x:0", "x:-1", "x:"} {
+		_, _, err := splitHostRule(host)
+		assert.Error(t, err, host)
+	}
+	_, port, err := splitHostRule("x:65535")
+	require.NoError(t, err)
+	assert.Equal(t, "65535", port)
+}
