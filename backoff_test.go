@@ -220,10 +220,14 @@ func TestBackoffConstructorsDoNotPanic(t *testing.T) {
 }
 
 func TestBackoffComparable(t *testing.T) {
-	assert.True(t, Exponential(1, 2) == Exponential(1, 2))
+	a, b := Exponential(1, 2), Exponential(1, 2)
+	assert.True(t, a == b)
 	assert.True(t, DefaultBackoff == ExponentialJitter(100*time.Millisecond, 2*time.Second))
-	assert.True(t, NoBackoff() == NoBackoff())
-	assert.True(t, Fixed(time.Second) == Fixed(time.Second))
+	n1, n2 := NoBackoff(), NoBackoff()
+	assert.True(t, n1 == n2)
+	f1, f2 := Fixed(time.Second), Fixed(time.Second)
+	assert.True(t, f1 == f2)
+	assert.False(t, Fixed(time.Second) == Fixed(2*time.Second))
 	assert.True(t, DefaultBackoff.WithWaitBudget(30*time.Second) == DefaultBackoff)
 	assert.True(t, Backoff{}.WithWaitBudget(5*time.Second) == DefaultBackoff.WithWaitBudget(5*time.Second))
 	assert.True(t, NoBackoff().Unbudgeted() == NoBackoff())

@@ -120,10 +120,12 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		c.prepare(time.Time{}) // no Deadline on this path: no start needed
+		c.sent = 1
 		return c.loop(&attempt{n: 1}, resp, c.checkOutcome(resp, err))
 	}
 	c.prepare(time.Now())
-	return c.loop(c.send(1, c.firstBody()))
+	c.sent = 1
+	return c.loop(c.round(1, c.firstBody()))
 }
 
 // call is the state of one request across its attempts.
@@ -134,6 +136,7 @@ type call struct {
 	budget     *Budget // nil when the budget is disabled
 	maxRetries int
 
+	sent           int           // attempts sent, hedged copies included
 	resendable     bool          // the method or a key makes a resend safe
 	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
 	body           *replayBody   // nil: no body, or GetBody replays it
@@ -216,30 +219,37 @@ func (c *call) nextBody() (io.ReadCloser, bool) {
 type attempt struct {
 	n          int
 	cancel     context.CancelFunc // nil: the attempt used the caller's context
+	timed      bool               // a timer bounds the wait for headers
+	timeout    time.Duration      // after which the timer fires
 	fired      atomic.Bool        // the attempt's timer ended it before headers
 	byDeadline bool               // the timer was the policy's Deadline
 	traced     bool               // gotConn is tracked
 	gotConn    atomic.Bool
 }
 
-// send makes attempt n with body. The attempt gets a context of its own
-// when a timer bounds it or when only a trace can tell whether it reached
-// the wire.
+// send makes attempt n with body.
 func (c *call) send(n int, body io.ReadCloser) (*attempt, *http.Response, error) {
+	a, r := c.newAttempt(n, body)
+	resp, err := c.do(a, r)
+	return a, resp, err
+}
+
+// newAttempt prepares attempt n with body. The attempt gets a context of
+// its own when a timer bounds it, when it may have to be canceled as a
+// losing hedge, or when only a trace can tell whether it reached the wire.
+func (c *call) newAttempt(n int, body io.ReadCloser) (*attempt, *http.Request) {
 	a := &attempt{n: n}
 	r := c.req
 	ctx := r.Context()
-	var timeout time.Duration
-	timed := c.p.perTry > 0
-	if timed {
-		timeout = c.p.perTry
+	if c.p.perTry > 0 {
+		a.timeout, a.timed = c.p.perTry, true
 	}
 	if !c.policyDeadline.IsZero() {
-		if left := time.Until(c.policyDeadline); !timed || left < timeout {
-			timeout, timed, a.byDeadline = left, true, true
+		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
+			a.timeout, a.timed, a.byDeadline = left, true, true
 		}
 	}
-	if timed || !c.resendable {
+	if a.timed || !c.resendable || c.p.hedge.After > 0 {
 		ctx, a.cancel = context.WithCancel(ctx)
 		if !c.resendable {
 			a.traced = true
@@ -255,10 +265,15 @@ func (c *call) send(n int, body io.ReadCloser) (*attempt, *http.Response, error)
 			r.Header = c.header
 		}
 	}
+	return a, r
+}
+
+// do sends r for attempt a, bounded by a's timer if it has one.
+func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 	var timer *time.Timer
-	if timed {
+	if a.timed {
 		cancel := a.cancel
-		timer = time.AfterFunc(timeout, func() {
+		timer = time.AfterFunc(a.timeout, func() {
 			a.fired.Store(true)
 			cancel()
 		})
@@ -276,7 +291,7 @@ func (c *call) send(n int, body io.ReadCloser) (*attempt, *http.Response, error)
 			err = fmt.Errorf("%w (%v): %w", ErrAttemptTimeout, c.p.perTry, context.DeadlineExceeded)
 		}
 	}
-	return a, resp, c.checkOutcome(resp, err)
+	return resp, c.checkOutcome(resp, err)
 }
 
 // checkOutcome holds the base to the RoundTripper contract: exactly one of
@@ -323,7 +338,8 @@ func (c *call) loop(a *attempt, resp *http.Response, err error) (*http.Response,
 			c.emit(Event{Kind: EventGiveUp, Attempt: a.n, Err: err, Reason: reason})
 			return nil, err
 		}
-		a, resp, err = c.send(a.n+1, body)
+		c.sent++
+		a, resp, err = c.round(c.sent, body)
 	}
 }
 
@@ -354,11 +370,11 @@ func (c *call) decide(a *attempt, resp *http.Response, err error) (time.Duration
 	if c.body != nil && !c.body.replayable() {
 		return 0, nil, ReasonBodyNotReplayable
 	}
-	if a.n > c.maxRetries {
+	if c.sent > c.maxRetries {
 		return 0, nil, ReasonExhausted
 	}
 	now := time.Now()
-	wait := c.p.backoff.Delay(a.n, nil)
+	wait := c.p.backoff.Delay(c.sent, nil)
 	if c.waitLeft >= 0 {
 		wait = min(wait, c.waitLeft)
 	}

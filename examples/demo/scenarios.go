@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ func init() {
 		{title: "4. A POST without Idempotency-Key is not resent", run: unkeyedPost},
 		{title: "5. A POST with Idempotency-Key is resent with the same body", run: keyedPost},
 		{title: "6. A burst against a dead upstream: the budget stops the storm", run: burst},
+		{title: "7. One request in ten stalls: hedging after 20ms cuts the tail", run: tail},
 	}
 }
 
@@ -103,4 +105,42 @@ func burst(srv *flakyServer) {
 		retries, reasons[httpretry.ReasonBudget], reasons[httpretry.ReasonExhausted])
 	fmt.Printf("    => server saw %d calls for %d requests: amplification %.2f (without a budget: up to %d)\n",
 		calls, clients, float64(calls)/clients, clients*(p.MaxRetries+1))
+}
+
+// tail sends 40 sequential GETs to an endpoint where one request in ten
+// stalls for 500 ms, first without hedging, then with Hedge{After: 20ms}.
+func tail(srv *flakyServer) {
+	const requests = 40
+	for _, hedge := range []httpretry.Hedge{{}, {After: 20 * time.Millisecond, Max: 1}} {
+		p := httpretry.DefaultPolicy()
+		p.Hedge = hedge
+		var l log
+		c, rt := client(p, &l)
+		before := srv.calls.Load()
+		var took []time.Duration
+		for range requests {
+			start := time.Now()
+			resp, err := c.Get(srv.url + "/tail")
+			if err == nil {
+				resp.Body.Close()
+			}
+			took = append(took, time.Since(start))
+		}
+		rt.CloseIdleConnections()
+		hedges := 0
+		for _, e := range l.take() {
+			if e.Kind == httpretry.EventHedge && e.Reason == 0 {
+				hedges++
+			}
+		}
+		slices.Sort(took)
+		name := "without hedging"
+		if hedge.After > 0 {
+			name = "with Hedge{After: 20ms, Max: 1}"
+		}
+		fmt.Printf("  %d GET /tail %s\n", requests, name)
+		fmt.Printf("    => median %v, slowest %v; %d copies sent; server saw %d calls\n",
+			took[requests/2].Round(10*time.Microsecond), took[requests-1].Round(time.Millisecond),
+			hedges, srv.calls.Load()-before)
+	}
 }

@@ -1,0 +1,343 @@
+package httpretry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func hedgePolicy(after time.Duration, copies, retries int) Policy {
+	p := fastPolicy(retries)
+	p.Hedge = Hedge{After: after, Max: copies}
+	return p
+}
+
+// contexts records the context of every attempt a scripted base saw.
+type contexts struct {
+	mu   sync.Mutex
+	ctxs []context.Context
+}
+
+func (c *contexts) add(ctx context.Context) {
+	c.mu.Lock()
+	c.ctxs = append(c.ctxs, ctx)
+	c.mu.Unlock()
+}
+
+func (c *contexts) canceled() []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []bool
+	for _, ctx := range c.ctxs {
+		out = append(out, ctx.Err() != nil)
+	}
+	return out
+}
+
+// slowThenFast hangs the attempts in slow until canceled or until hold
+// passes, and answers the others at once with code.
+func slowThenFast(ctxs *contexts, slow map[int]time.Duration, code int) func(*http.Request, int) (*http.Response, error) {
+	return func(r *http.Request, n int) (*http.Response, error) {
+		ctxs.add(r.Context())
+		if hold, ok := slow[n]; ok {
+			select {
+			case <-time.After(hold):
+				return fakeResponse(r, http.StatusOK, nil, fmt.Sprintf("slow %d", n)), nil
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}
+		return fakeResponse(r, code, nil, fmt.Sprintf("fast %d", n)), nil
+	}
+}
+
+// concurrentScripted is a scripted base safe for concurrent attempts.
+type concurrentScripted struct {
+	answer func(r *http.Request, n int) (*http.Response, error)
+	n      atomic.Int32
+}
+
+func (s *concurrentScripted) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return s.answer(r, int(s.n.Add(1)))
+}
+
+func TestHedgeAnswersFromTheCopyAndCancelsTheSlowAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, map[int]time.Duration{1: time.Minute}, 200)}
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 1, 3)), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, ms(20), time.Since(start))
+		assert.Equal(t, "fast 2", readAll(t, resp))
+		assert.EqualValues(t, 2, base.n.Load())
+		assert.Equal(t, []bool{true, true}, ctxs.canceled(), "the loser at once, the winner once its body is closed")
+		assert.Equal(t, []Event{{Kind: EventHedge, Attempt: 2, Request: rec.all()[0].Request}}, rec.all())
+	})
+}
+
+func TestHedgeSendsAtMostMaxCopies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		hang := map[int]time.Duration{1: time.Second, 2: time.Second, 3: time.Second}
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, hang, 200)}
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 2, 5))), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "slow 1", readAll(t, resp))
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.EqualValues(t, 3, base.n.Load(), "the attempt and 2 copies")
+	})
+}
+
+func TestHedgesCountAgainstMaxRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		hang := map[int]time.Duration{1: time.Second, 2: time.Second}
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, hang, 200)}
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 3, 1)), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.EqualValues(t, 2, base.n.Load(), "1 + MaxRetries calls at most")
+		kinds := rec.all()
+		require.Len(t, kinds, 2)
+		assert.Equal(t, ReasonExhausted, kinds[1].Reason)
+	})
+}
+
+func TestHedgeRefusedByTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, map[int]time.Duration{1: ms(500)}, 200)}
+		p := hedgePolicy(ms(20), 1, 3)
+		p.Budget = BudgetConfig{MinRetries: -1} // a quiet window grants nothing
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "slow 1", readAll(t, resp))
+		assert.Equal(t, ms(500), time.Since(start))
+		assert.EqualValues(t, 1, base.n.Load())
+		events := rec.all()
+		require.Len(t, events, 1)
+		assert.Equal(t, EventHedge, events[0].Kind)
+		assert.Equal(t, ReasonBudget, events[0].Reason)
+	})
+}
+
+func TestARetryableCopyDoesNotEndTheOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		// Attempt 1 answers 200 after 100 ms; the copy fails at once.
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, map[int]time.Duration{1: ms(100)}, 503)}
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 3, 5))), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "slow 1", readAll(t, resp))
+		assert.Equal(t, ms(100), time.Since(start))
+		assert.EqualValues(t, 2, base.n.Load(), "a failing upstream gets no further copies")
+	})
+}
+
+func TestWhenEveryCopyFailsTheRetryLoopGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &concurrentScripted{answer: func(r *http.Request, n int) (*http.Response, error) {
+			switch n {
+			case 1:
+				time.Sleep(ms(50))
+				return fakeResponse(r, 503, nil, "busy"), nil
+			case 2:
+				time.Sleep(ms(40))
+				return fakeResponse(r, 503, nil, "busy"), nil
+			}
+			return fakeResponse(r, 200, nil, "ok"), nil
+		}}
+		p := hedgePolicy(ms(20), 1, 3)
+		p.Backoff = Fixed(ms(100))
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp))
+		assert.Equal(t, ms(160), time.Since(start), "round of 60 ms, wait of 100 ms")
+		assert.EqualValues(t, 3, base.n.Load())
+		assert.Equal(t, []EventKind{EventHedge, EventRetry}, rec.kinds())
+	})
+}
+
+func TestCancelStopsEveryCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		hang := map[int]time.Duration{1: time.Hour, 2: time.Hour}
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, hang, 200)}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(ms(50), cancel)
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 1, 3))), ctx)
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, ms(50), time.Since(start))
+		assert.Equal(t, []bool{true, true}, ctxs.canceled())
+	})
+}
+
+func TestUnkeyedPostIsNotHedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, map[int]time.Duration{1: ms(300)}, 200)}
+		req, _ := http.NewRequest(http.MethodPost, "http://api.example.com/orders", strings.NewReader("x"))
+		resp, err := New(base, WithPolicy(hedgePolicy(ms(20), 1, 3))).RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.EqualValues(t, 1, base.n.Load())
+	})
+}
+
+func TestEveryCopyGetsTheWholeBody(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		getBody bool
+	}{{"recorded", false}, {"GetBody", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			payload := strings.Repeat("0123456789", 10_000)
+			var first sync.Once
+			stall := make(chan struct{})
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				stalled := false
+				first.Do(func() { stalled = true })
+				if stalled {
+					select {
+					case <-r.Context().Done():
+					case <-stall:
+					}
+					return
+				}
+				io.WriteString(w, "ok")
+			})
+			defer close(stall)
+			var body io.Reader = strings.NewReader(payload)
+			if !tc.getBody {
+				body = io.NopCloser(body)
+			}
+			req, _ := http.NewRequest(http.MethodPut, up.URL, body)
+			resp, err := (&http.Client{Transport: New(nil, WithPolicy(hedgePolicy(ms(50), 1, 3)))}).Do(req)
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			got := up.received()
+			require.Len(t, got, 2)
+			for _, b := range got {
+				assert.Equal(t, payload, string(b))
+			}
+		})
+	}
+}
+
+// TestHedgingCutsTheTailOverLoopback is the measurement: one
+// request in ten stalls 500 ms; hedging after 20 ms brings the p99 under
+// 100 ms for at most 15 % more upstream calls, which the budget caps.
+func TestHedgingCutsTheTailOverLoopback(t *testing.T) {
+	const requests = 500
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		i := r.URL.Query().Get("i")
+		mu.Lock()
+		first := !seen[i]
+		seen[i] = true
+		mu.Unlock()
+		if first && strings.HasSuffix(i, "3") { // one in ten, on first arrival
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		io.WriteString(w, "ok")
+	})
+	p := DefaultPolicy()
+	p.Hedge = Hedge{After: 20 * time.Millisecond, Max: 1}
+	base := &http.Transport{MaxIdleConnsPerHost: 16}
+	defer base.CloseIdleConnections()
+	c := &http.Client{Transport: New(base, WithPolicy(p))}
+	latencies := make([]time.Duration, 0, requests)
+	for i := range requests {
+		start := time.Now()
+		resp, err := c.Get(fmt.Sprintf("%s/?i=%d", up.URL, i))
+		require.NoError(t, err)
+		require.Equal(t, "ok", readAll(t, resp))
+		latencies = append(latencies, time.Since(start))
+	}
+	slices.Sort(latencies)
+	p99 := latencies[requests*99/100]
+	ratio := float64(up.calls.Load()) / requests
+	t.Logf("p50 %v, p99 %v, upstream calls %d for %d requests (%.3f)", latencies[requests/2], p99, up.calls.Load(), requests, ratio)
+	assert.Less(t, p99, 100*time.Millisecond)
+	assert.LessOrEqual(t, ratio, 1.15)
+}
+
+func TestHedgeValidation(t *testing.T) {
+	for _, tc := range []struct {
+		hedge Hedge
+		want  string
+	}{
+		{Hedge{After: -1}, "Hedge.After -1ns is negative"},
+		{Hedge{After: ms(10), Max: -1}, "Hedge.Max -1 is outside 0..16"},
+		{Hedge{After: ms(10), Max: 17}, "Hedge.Max 17 is outside 0..16"},
+		{Hedge{Max: 2}, "Hedge.Max 2 needs Hedge.After"},
+	} {
+		err := Policy{MaxRetries: 1, Hedge: tc.hedge}.Validate()
+		assert.ErrorContains(t, err, tc.want)
+	}
+	assert.NoError(t, Policy{MaxRetries: 1, Hedge: Hedge{After: ms(10)}}.Validate())
+	assert.Equal(t, 1, Hedge{After: ms(10)}.copies())
+	assert.Equal(t, 0, Hedge{}.copies())
+}
+
+// TestHedgingAnUpstreamSlowForEveryoneStaysWithinTheBudget: when every
+// request is slow, every request wants a copy; the budget grants
+// max(MinRetries, Percent·requests/100) of them and no more.
+func TestHedgingAnUpstreamSlowForEveryoneStaysWithinTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &concurrentScripted{answer: func(r *http.Request, n int) (*http.Response, error) {
+			select {
+			case <-time.After(ms(100)):
+				return fakeResponse(r, 200, nil, "ok"), nil
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}}
+		p := DefaultPolicy() // budget: 20 %, at least 10, per 10 s
+		p.Hedge = Hedge{After: ms(20), Max: 1}
+		var hedges atomic.Int32
+		rt := New(base, WithPolicy(p), WithObserver(func(e Event) {
+			if e.Kind == EventHedge && e.Reason == 0 {
+				hedges.Add(1)
+			}
+		}))
+		const requests = 90 // 9 s of virtual time: one budget window
+		for range requests {
+			resp, err := get(t, rt, context.Background())
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		assert.EqualValues(t, 18, hedges.Load(), "max(10, 20 % of 90)")
+		assert.EqualValues(t, requests+18, base.n.Load())
+	})
+}
