@@ -25,7 +25,8 @@ examples:
 ## bench: the package's benchmarks, then the peer comparison in bench/
 bench:
 	go test -run '^$$' -bench . -benchmem -count=1 .
-	@if [ -d bench ]; then cd bench && go run ./cmd/benchreport; fi
+	cd bench && go run ./cmd/benchreport
+	cd bench && go run ./cmd/hedgereport
 
 ## fuzz: every Fuzz target of every module for FUZZTIME (30s) each
 fuzz:
