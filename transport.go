@@ -111,18 +111,19 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		budget = t.budgets.For(budgetKey(req.URL), p.budget)
 		budget.Record()
 	}
-	c := call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries}
-	if c.sendsAsIs() {
+	if sendsAsIs(req, p) {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
 		resp, err := t.base.RoundTrip(req)
 		if err == nil && resp != nil && !p.retryOn.has(resp.StatusCode) {
 			return resp, nil
 		}
+		c := &call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries}
 		c.prepare(time.Time{}) // no Deadline on this path: no start needed
 		c.sent = 1
 		return c.loop(&attempt{n: 1}, resp, c.checkOutcome(resp, err))
 	}
+	c := &call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries}
 	c.prepare(time.Now())
 	c.sent = 1
 	return c.loop(c.round(1, c.firstBody()))
@@ -145,11 +146,10 @@ type call struct {
 	deadline       time.Time     // the earlier of policyDeadline and the context's; zero: none
 }
 
-// sendsAsIs reports whether the first attempt can be the caller's request
-// itself: no body to record, no context of its own (no timer, no trace) and
+// sendsAsIs reports whether the first attempt of r can be r itself: no
+// body to record, no context of its own (no timer, no trace, no hedge) and
 // no header to add.
-func (c *call) sendsAsIs() bool {
-	r, p := c.req, c.p
+func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	return p.untimed &&
 		(r.Body == nil || r.Body == http.NoBody || r.GetBody != nil) &&
 		resendable(r, p.idemHeaders)

@@ -596,3 +596,13 @@ func TestConcurrentUseUnderRace(t *testing.T) {
 	assert.EqualValues(t, 200, ok.Load())
 	assert.EqualValues(t, 400, up.calls.Load(), "each request failed once and was resent once")
 }
+
+func TestHappyPathDoesNotAllocate(t *testing.T) {
+	resp := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
+	rt := New(roundTripFunc(func(*http.Request) (*http.Response, error) { return resp, nil }))
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/items", nil)
+	put, _ := http.NewRequest(http.MethodPut, "http://api.example.com/items", strings.NewReader("x"))
+	rt.RoundTrip(req) // creates the host's budget
+	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(put) }), "PUT with GetBody")
+}
