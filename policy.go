@@ -62,6 +62,10 @@ type Policy struct {
 	Hedge Hedge
 }
 
+// maxBudgetPercent is the largest Budget.Percent: ten resends per request,
+// already more than any MaxRetries makes useful, and far from overflow.
+const maxBudgetPercent = 1000
+
 const (
 	defaultMaxRetries     = 3
 	defaultMaxRetryAfter  = 30 * time.Second
@@ -120,8 +124,8 @@ func (p Policy) Validate() error {
 	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
 		add("IdempotencyHeader %q is not a header name", h)
 	}
-	if p.Budget.Percent < 0 {
-		add("Budget.Percent %d is negative", p.Budget.Percent)
+	if p.Budget.Percent < 0 || p.Budget.Percent > maxBudgetPercent {
+		add("Budget.Percent %d is outside 0..%d", p.Budget.Percent, maxBudgetPercent)
 	}
 	if p.Budget.Window < 0 {
 		add("Budget.Window %v is negative", p.Budget.Window)

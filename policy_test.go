@@ -81,7 +81,8 @@ func TestPolicyValidate(t *testing.T) {
 		{"IdempotencyHeader colon", func(p *Policy) { p.IdempotencyHeader = "Key:" }, `IdempotencyHeader "Key:" is not a header name`},
 		{"IdempotencyHeader newline", func(p *Policy) { p.IdempotencyHeader = "Key\n" }, `IdempotencyHeader "Key\n" is not a header name`},
 		{"IdempotencyHeader non-ASCII", func(p *Policy) { p.IdempotencyHeader = "Schlüssel" }, `IdempotencyHeader "Schlüssel" is not a header name`},
-		{"Budget.Percent", func(p *Policy) { p.Budget.Percent = -5 }, "Budget.Percent -5 is negative"},
+		{"Budget.Percent", func(p *Policy) { p.Budget.Percent = -5 }, "Budget.Percent -5 is outside 0..1000"},
+		{"Budget.Percent too large", func(p *Policy) { p.Budget.Percent = 1001 }, "Budget.Percent 1001 is outside 0..1000"},
 		{"Budget.Percent 0", func(p *Policy) { p.Budget.Percent = 0 }, ""},
 		{"Budget.Percent 500", func(p *Policy) { p.Budget.Percent = 500 }, ""},
 		{"Budget.MinRetries negative", func(p *Policy) { p.Budget.MinRetries = -1 }, ""},
@@ -129,7 +130,7 @@ func TestPolicyValidateNamesEveryField(t *testing.T) {
 		"Deadline -2ns is negative",
 		"MaxRetryAfter -3ns is negative",
 		`IdempotencyHeader "a b" is not a header name`,
-		"Budget.Percent -1 is negative",
+		"Budget.Percent -1 is outside 0..1000",
 		"Budget.Window -4ns is negative",
 	}
 	assert.Equal(t, "httpretry: invalid policy: "+strings.Join(parts, "; "), err.Error())
