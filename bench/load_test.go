@@ -42,10 +42,10 @@ func TestRunLoadOutage(t *testing.T) {
 }
 
 func TestRunLoadCapCancelsAndExcludes(t *testing.T) {
-	// retryablehttp's first wait is 1 s: with a 200 ms cap no call
+	// retryablehttp's first wait is 1 s: with a 500 ms cap no call
 	// completes, and nothing may be left running.
 	start := time.Now()
-	r, err := RunLoad(lib(t, NameRetryableHTTP), LoadConfig{Clients: 2, PerClient: 3, DownFor: -1, Cap: 200 * time.Millisecond})
+	r, err := RunLoad(lib(t, NameRetryableHTTP), LoadConfig{Clients: 2, PerClient: 3, DownFor: -1, Cap: 500 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.Zero(t, r.Completed)
@@ -62,7 +62,10 @@ func TestRunLoadRecovery(t *testing.T) {
 	assert.Greater(t, r.Succeeded, 0)
 	assert.Less(t, r.Succeeded, 30)
 	require.True(t, r.Recovered)
-	assert.InDelta(t, float64(100*time.Millisecond), float64(r.Recovery), float64(RecoveryStep))
+	// Every call completing in the first interval failed; a busy machine
+	// may push a failure or two into the next ones.
+	assert.GreaterOrEqual(t, r.Recovery, 100*time.Millisecond)
+	assert.LessOrEqual(t, r.Recovery, 500*time.Millisecond)
 	assert.GreaterOrEqual(t, r.Elapsed, 180*time.Millisecond, "paced: the 10th request starts at 180 ms")
 }
 

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/benchreport [-benchtime 500ms] [-rounds 5] [-scenarios 1,2,3,4,5]
+//	go run ./cmd/benchreport [-benchtime 400ms] [-rounds 5] [-scenarios 1,2,3,4,5]
 package main
 
 import (
@@ -40,7 +40,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		benchtime: "500ms",
+		benchtime: "400ms",
 		rounds:    5,
 		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true},
 
