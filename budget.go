@@ -13,7 +13,7 @@ import (
 // 10 resends in any 10 s.
 type BudgetConfig struct {
 	// Percent is the number of resends allowed per 100 requests in the
-	// window; 0 means 20.
+	// window, at most 1000; 0 means 20.
 	Percent int
 	// MinRetries is the number of resends allowed in every window whatever
 	// the volume, so that a quiet client can still retry; 0 means 10, and a
