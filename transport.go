@@ -118,14 +118,11 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil && resp != nil && !p.retryOn.has(resp.StatusCode) {
 			return resp, nil
 		}
-		c := &call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries}
-		c.prepare(time.Time{}) // no Deadline on this path: no start needed
-		c.sent = 1
+		// No Deadline on this path, so the start time is not needed.
+		c := newCall(t, req, p, budget, maxRetries, time.Time{})
 		return c.loop(&attempt{n: 1}, resp, c.checkOutcome(resp, err))
 	}
-	c := &call{t: t, req: req, p: p, budget: budget, maxRetries: maxRetries}
-	c.prepare(time.Now())
-	c.sent = 1
+	c := newCall(t, req, p, budget, maxRetries, time.Now())
 	return c.loop(c.round(1, c.firstBody()))
 }
 
@@ -155,10 +152,10 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 		resendable(r, p.idemHeaders)
 }
 
-// prepare sets up what the attempts after the first need; start is when
+// newCall sets up what the attempts after the first need; start is when
 // the first attempt was sent.
-func (c *call) prepare(start time.Time) {
-	r, p := c.req, c.p
+func newCall(t *RetryTransport, r *http.Request, p *hostPolicy, budget *Budget, maxRetries int, start time.Time) *call {
+	c := &call{t: t, req: r, p: p, budget: budget, maxRetries: maxRetries, sent: 1}
 	c.resendable = resendable(r, p.idemHeaders)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
 		c.header = r.Header.Clone()
@@ -184,6 +181,7 @@ func (c *call) prepare(start time.Time) {
 	if d, ok := r.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
 		c.deadline = d
 	}
+	return c
 }
 
 func (c *call) firstBody() io.ReadCloser {
