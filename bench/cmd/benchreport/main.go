@@ -57,7 +57,7 @@ func defaultConfig() config {
 		herdClients: 200,
 
 		uploadSize:   64 << 20,
-		uploadRounds: 5,
+		uploadRounds: 9,
 	}
 }
 
