@@ -51,8 +51,17 @@ func TestUpstreamCountsExactly(t *testing.T) {
 		assert.Equal(t, each, up.RequestsFor(id), "id %d", id)
 	}
 	assert.Zero(t, up.RequestsFor(ids))
-	assert.GreaterOrEqual(t, up.Connections(), int64(1))
-	assert.LessOrEqual(t, up.Connections(), int64(ids+2))
+
+	// Without keep-alives every request opens a connection of its own, so
+	// the connection count must grow by exactly the number of requests.
+	before := up.Connections()
+	oneShot := &http.Transport{DisableKeepAlives: true}
+	defer oneShot.CloseIdleConnections()
+	for range 5 {
+		_, err := getOnce(context.Background(), &http.Client{Transport: oneShot}, up.URL, 0)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, before+5, up.Connections())
 }
 
 func TestUpstreamRecovers(t *testing.T) {
