@@ -73,21 +73,15 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 }
 
 func newBudgetParams(cfg BudgetConfig) *budgetParams {
-	p := &budgetParams{cfg: cfg, percent: int64(cfg.Percent), minRetries: int64(cfg.MinRetries), window: int64(cfg.Window)}
-	if p.percent == 0 {
-		p.percent = defaultBudgetPercent
+	cfg = cfg.withDefaults()
+	window := int64(cfg.Window)
+	return &budgetParams{
+		cfg:        cfg,
+		percent:    int64(cfg.Percent),
+		minRetries: int64(max(cfg.MinRetries, 0)),
+		window:     window,
+		slot:       max(window/budgetBuckets, 1),
 	}
-	switch {
-	case p.minRetries == 0:
-		p.minRetries = defaultBudgetMinRetries
-	case p.minRetries < 0:
-		p.minRetries = 0
-	}
-	if p.window <= 0 {
-		p.window = int64(defaultBudgetWindow)
-	}
-	p.slot = max(p.window/budgetBuckets, 1)
-	return p
 }
 
 // Budget is one host's retry budget: a rolling window of request and resend
