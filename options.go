@@ -3,6 +3,7 @@ package httpretry
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 )
 
 // Option configures New and Middleware. Options apply in order; only the
@@ -67,14 +68,23 @@ func WithObserver(fn func(Event)) Option {
 
 type maxRetriesKey struct{}
 
+// maxRetriesUsed is set once WithMaxRetries has been called: until then no
+// context can hold an override, and RoundTrip skips the lookup, which walks
+// the whole context chain.
+var maxRetriesUsed atomic.Bool
+
 // WithMaxRetries returns a context that makes the requests sent with it
 // allow n resends, whatever their policy's MaxRetries. n is capped at
 // MaxRetriesLimit (16); 0 or less turns retrying off for those requests.
 func WithMaxRetries(ctx context.Context, n int) context.Context {
+	maxRetriesUsed.Store(true)
 	return context.WithValue(ctx, maxRetriesKey{}, min(max(n, 0), MaxRetriesLimit))
 }
 
 func maxRetriesFrom(ctx context.Context) (int, bool) {
+	if !maxRetriesUsed.Load() {
+		return 0, false
+	}
 	n, ok := ctx.Value(maxRetriesKey{}).(int)
 	return n, ok
 }
