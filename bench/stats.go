@@ -118,3 +118,27 @@ func UniformReference(n, trials int, span, w time.Duration, seed uint64) float64
 	slices.Sort(shares)
 	return shares[len(shares)/2]
 }
+
+// MedianRatio returns the median over i of a[i]/b[i]: the ratio of two
+// series measured in the same rounds, paired by round so that a machine
+// whose speed drifts between rounds affects both sides of each ratio
+// alike. An even count gives the mean of the two middle ratios. It
+// returns 0 for empty series, series of different lengths or a zero b[i].
+func MedianRatio(a, b []float64) float64 {
+	if len(a) == 0 || len(a) != len(b) {
+		return 0
+	}
+	rs := make([]float64, len(a))
+	for i := range a {
+		if b[i] == 0 {
+			return 0
+		}
+		rs[i] = a[i] / b[i]
+	}
+	slices.Sort(rs)
+	n := len(rs)
+	if n%2 == 1 {
+		return rs[n/2]
+	}
+	return (rs[n/2-1] + rs[n/2]) / 2
+}

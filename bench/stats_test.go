@@ -123,3 +123,26 @@ func TestUniformReference(t *testing.T) {
 	assert.Equal(t, 1.0, UniformReference(5, 3, time.Millisecond, 10*time.Millisecond, 1))
 	assert.Equal(t, 0.0, UniformReference(0, 3, time.Millisecond, 10*time.Millisecond, 1))
 }
+
+func TestMedianRatio(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b []float64
+		want float64
+	}{
+		{"empty", nil, nil, 0},
+		{"lengths differ", []float64{1}, []float64{1, 2}, 0},
+		{"zero base", []float64{1}, []float64{0}, 0},
+		{"one", []float64{3}, []float64{2}, 1.5},
+		// Paired: each round's ratio is 1.1 although the medians of the
+		// two series taken apart would give 200/100 = 2.
+		{"paired by round", []float64{110, 220, 550}, []float64{100, 200, 500}, 1.1},
+		{"odd count", []float64{1, 4, 9}, []float64{1, 2, 3}, 2},
+		{"even count", []float64{1, 4, 9, 16}, []float64{1, 2, 3, 4}, 2.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.InDelta(t, tt.want, MedianRatio(tt.a, tt.b), 1e-12)
+		})
+	}
+}

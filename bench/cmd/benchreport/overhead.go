@@ -23,8 +23,10 @@ func runOverhead(w, log io.Writer, cfg config) error {
 		addBenchRows(t, c.Name, libs, results)
 	}
 	fmt.Fprintf(w, "## 1. In-process overhead (stub base)\n\n")
-	fmt.Fprintf(w, "Median of %d interleaved `testing.Benchmark` runs of %s each; "+
-		"the same cases as `go test -bench . -benchmem` in bench/.\n\n", cfg.rounds, cfg.benchtime)
+	fmt.Fprintf(w, "%d rounds of `testing.Benchmark` runs of %s each, the libraries interleaved in every round; "+
+		"ns/op, B/op and allocs/op are those of the run with the median ns/op, and \"÷ bare\" is the median "+
+		"of the rounds' ratios to bare's run of the same round. The same cases as `go test -bench . -benchmem` "+
+		"in bench/.\n\n", cfg.rounds, cfg.benchtime)
 	_, err := t.WriteTo(w)
 	fmt.Fprintln(w)
 	return err
@@ -47,7 +49,7 @@ func runLoopback(w, log io.Writer, cfg config) error {
 	t := bench.NewTable(2, "case", "library", "ns/op", "B/op", "allocs/op", "ns/op ÷ bare", "allocs − bare")
 	addBenchRows(t, "LoopbackGET", libs, results)
 	fmt.Fprintf(w, "## 2. Loopback overhead (net/http server on 127.0.0.1)\n\n")
-	fmt.Fprintf(w, "Median of %d interleaved runs of %s each.\n\n", cfg.rounds, cfg.benchtime)
+	fmt.Fprintf(w, "%d interleaved rounds of %s runs, read as in scenario 1.\n\n", cfg.rounds, cfg.benchtime)
 	_, err = t.WriteTo(w)
 	fmt.Fprintln(w)
 	return err
@@ -55,9 +57,9 @@ func runLoopback(w, log io.Writer, cfg config) error {
 
 // measure runs one benchmark per library, rounds times with the libraries
 // interleaved so that a slow spell of the machine hits them alike, and
-// returns for each library the run with the median ns/op.
+// returns every run: results[library][round].
 func measure(log io.Writer, name string, libs []bench.Library, rounds int,
-	mk func(bench.Library) func(*testing.B)) []testing.BenchmarkResult {
+	mk func(bench.Library) func(*testing.B)) [][]testing.BenchmarkResult {
 	all := make([][]testing.BenchmarkResult, len(libs))
 	for r := range max(rounds, 1) {
 		for i, l := range libs {
@@ -66,36 +68,40 @@ func measure(log io.Writer, name string, libs []bench.Library, rounds int,
 			all[i] = append(all[i], res)
 		}
 	}
-	out := make([]testing.BenchmarkResult, len(libs))
-	for i, rs := range all {
-		slices.SortFunc(rs, func(a, b testing.BenchmarkResult) int {
-			return cmp.Compare(a.NsPerOp(), b.NsPerOp())
-		})
-		out[i] = rs[len(rs)/2]
-	}
-	return out
+	return all
 }
 
-// addBenchRows adds one row per library with its ratios to the first,
-// which is bare.
-func addBenchRows(t *bench.Table, name string, libs []bench.Library, rs []testing.BenchmarkResult) {
-	bare := rs[0]
+// addBenchRows adds one row per library: the run with the median ns/op,
+// and the median over rounds of its ratio to the first library (bare) in
+// the same round. Pairing by round matters on a virtual machine whose
+// speed drifts between runs: two medians taken apart could come from
+// different spells.
+func addBenchRows(t *bench.Table, name string, libs []bench.Library, all [][]testing.BenchmarkResult) {
+	bare := all[0]
 	for i, l := range libs {
-		r := rs[i]
+		med, bareMed := medianRun(all[i]), medianRun(bare)
 		t.Add(name, l.Name,
-			strconv.FormatInt(r.NsPerOp(), 10),
-			strconv.FormatInt(r.AllocedBytesPerOp(), 10),
-			strconv.FormatInt(r.AllocsPerOp(), 10),
-			ratio(float64(r.NsPerOp()), float64(bare.NsPerOp())),
-			fmt.Sprintf("%+d", r.AllocsPerOp()-bare.AllocsPerOp()),
+			strconv.FormatInt(med.NsPerOp(), 10),
+			strconv.FormatInt(med.AllocedBytesPerOp(), 10),
+			strconv.FormatInt(med.AllocsPerOp(), 10),
+			fmt.Sprintf("%.2f×", bench.MedianRatio(nsPerOp(all[i]), nsPerOp(bare))),
+			fmt.Sprintf("%+d", med.AllocsPerOp()-bareMed.AllocsPerOp()),
 		)
 	}
 }
 
-// ratio prints a/b with two decimals, or "n/a" when b is 0.
-func ratio(a, b float64) string {
-	if b == 0 {
-		return "n/a"
+// medianRun returns the run with the median ns/op.
+func medianRun(rs []testing.BenchmarkResult) testing.BenchmarkResult {
+	s := slices.SortedFunc(slices.Values(rs), func(a, b testing.BenchmarkResult) int {
+		return cmp.Compare(a.NsPerOp(), b.NsPerOp())
+	})
+	return s[len(s)/2]
+}
+
+func nsPerOp(rs []testing.BenchmarkResult) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = float64(r.NsPerOp())
 	}
-	return fmt.Sprintf("%.2f×", a/b)
+	return out
 }
