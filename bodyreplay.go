@@ -110,6 +110,7 @@ func (rb *replayBody) finish() {
 func (rb *replayBody) closeLocked() bool {
 	if rb.finished && rb.readers == 0 && !rb.closed {
 		rb.closed = true
+		rb.dropRecord()
 		return true
 	}
 	return false
@@ -123,13 +124,13 @@ func (rb *replayBody) record(p []byte) {
 	}
 	if rb.n > rb.limit {
 		rb.complete = false
-		rb.chunks, rb.size = nil, 0
+		rb.dropRecord()
 		return
 	}
 	for len(p) > 0 {
 		last := len(rb.chunks) - 1
 		if last < 0 || len(rb.chunks[last]) == cap(rb.chunks[last]) {
-			rb.chunks = append(rb.chunks, make([]byte, 0, rb.nextChunkSize()))
+			rb.chunks = append(rb.chunks, rb.newChunk())
 			last++
 		}
 		c := rb.chunks[last]
@@ -140,23 +141,31 @@ func (rb *replayBody) record(p []byte) {
 	}
 }
 
-// Chunks grow from 4 KiB to 32 KiB and are never copied, so a record never
-// holds more than the limit plus less than one chunk of slack.
-const (
-	firstChunk = 4 << 10
-	maxChunk   = 32 << 10
-)
+// A record is kept in chunks of chunkSize taken from chunkPool, never
+// copied as it grows, so that it holds at most the limit plus less than one
+// chunk, and a busy client reuses the same memory instead of asking the
+// runtime to zero a fresh buffer for every request. A body known to be
+// shorter than a chunk gets an exact buffer of its own instead.
+const chunkSize = 32 << 10
 
-func (rb *replayBody) nextChunkSize() int64 {
-	left := rb.limit - rb.size
-	if len(rb.chunks) == 0 && rb.sizeHint > 0 {
-		return min(rb.sizeHint, left)
+var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+func (rb *replayBody) newChunk() []byte {
+	if len(rb.chunks) == 0 && rb.sizeHint > 0 && rb.sizeHint < chunkSize {
+		return make([]byte, 0, rb.sizeHint)
 	}
-	size := int64(firstChunk)
-	if k := len(rb.chunks); k > 0 {
-		size = min(int64(cap(rb.chunks[k-1]))*2, maxChunk)
+	return chunkPool.Get().(*[chunkSize]byte)[:0]
+}
+
+// dropRecord gives the record's pooled chunks back. The caller holds mu,
+// and no reader can read the record any more.
+func (rb *replayBody) dropRecord() {
+	for _, c := range rb.chunks {
+		if cap(c) == chunkSize {
+			chunkPool.Put((*[chunkSize]byte)(c[:chunkSize]))
+		}
 	}
-	return max(min(size, left), 1)
+	rb.chunks, rb.size = nil, 0
 }
 
 // copyAt copies recorded bytes from offset off into p.
