@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/benchreport [-benchtime 400ms] [-rounds 5] [-scenarios 1,2,3,4,5]
+//	go run ./cmd/benchreport [-benchtime 400ms] [-rounds 7] [-scenarios 1,2,3,4,5]
 package main
 
 import (
@@ -41,7 +41,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		benchtime: "400ms",
-		rounds:    5,
+		rounds:    7,
 		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true},
 
 		clients:   50,

@@ -57,12 +57,20 @@ func runLoopback(w, log io.Writer, cfg config) error {
 
 // measure runs one benchmark per library, rounds times with the libraries
 // interleaved so that a slow spell of the machine hits them alike, and
-// returns every run: results[library][round].
+// returns every run: results[library][round]. Every other round runs the
+// libraries in reverse, so that none always runs after another (the
+// loopback server, the scheduler and the GC carry state between runs),
+// while httpretry stays next to bare, its reference.
 func measure(log io.Writer, name string, libs []bench.Library, rounds int,
 	mk func(bench.Library) func(*testing.B)) [][]testing.BenchmarkResult {
 	all := make([][]testing.BenchmarkResult, len(libs))
 	for r := range max(rounds, 1) {
-		for i, l := range libs {
+		for k := range libs {
+			i := k
+			if r%2 == 1 {
+				i = len(libs) - 1 - k
+			}
+			l := libs[i]
 			res := testing.Benchmark(mk(l))
 			fmt.Fprintf(log, "round %d %s/%s\t%s\t%s\n", r+1, name, l.Name, res.String(), res.MemString())
 			all[i] = append(all[i], res)
