@@ -20,19 +20,29 @@ import (
 	"github.com/httpretry/httpretry"
 )
 
+// out is where the report goes; the test reads it.
+var out io.Writer = os.Stdout
+
 func main() {
-	srv, err := startFlakyServer()
-	if err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
+}
+
+func run() error {
+	srv, err := startFlakyServer()
+	if err != nil {
+		return err
+	}
 	defer srv.close()
 
-	fmt.Printf("httpretry demo: flaky server on %s\n", srv.url)
+	fmt.Fprintf(out, "httpretry demo: flaky server on %s\n", srv.url)
 	for _, s := range scenarios {
-		fmt.Printf("\n%s\n", s.title)
+		fmt.Fprintf(out, "\n%s\n", s.title)
 		s.run(srv)
 	}
+	return nil
 }
 
 // scenario is one story the demo tells.
@@ -71,10 +81,16 @@ func client(p httpretry.Policy, l *log, opts ...httpretry.Option) (*http.Client,
 	return &http.Client{Transport: rt}, rt
 }
 
+// request is what one scenario sends; key, if set, goes in Idempotency-Key.
+type request struct {
+	method, path, key, body string
+}
+
 // send does one request and prints its story: each attempt, each wait, the
 // end.
-func send(c *http.Client, l *log, srv *flakyServer, method, path, key, body string) {
-	req, err := http.NewRequestWithContext(context.Background(), method, srv.url+path, bodyReader(body))
+func send(c *http.Client, l *log, srv *flakyServer, r request) {
+	method, path, key := r.method, r.path, r.key
+	req, err := http.NewRequestWithContext(context.Background(), method, srv.url+path, bodyReader(r.body))
 	if err != nil {
 		panic(err)
 	}
@@ -93,11 +109,11 @@ func send(c *http.Client, l *log, srv *flakyServer, method, path, key, body stri
 	} else {
 		answer = "error: " + err.Error()
 	}
-	fmt.Printf("  %s %s%s\n", method, path, keyNote(key))
+	fmt.Fprintf(out, "  %s %s%s\n", method, path, keyNote(key))
 	for _, e := range l.take() {
-		fmt.Println("    " + describe(e))
+		fmt.Fprintln(out, "    "+describe(e))
 	}
-	fmt.Printf("    => %s  (server saw %d call(s), %v)\n", answer, srv.calls.Load()-before, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "    => %s  (server saw %d call(s), %v)\n", answer, srv.calls.Load()-before, elapsed.Round(time.Millisecond))
 }
 
 func keyNote(key string) string {

@@ -11,60 +11,37 @@ import (
 )
 
 func init() {
+	perTry := httpretry.DefaultPolicy()
+	perTry.PerTryTimeout = 200 * time.Millisecond
 	scenarios = []scenario{
-		{title: "1. A flaky endpoint: two 503s, then 200", run: flaky},
-		{title: "2. Rate limited: 429 with Retry-After: 1", run: rateLimited},
-		{title: "3. A slow endpoint, bounded by PerTryTimeout 200ms", run: slow},
-		{title: "4. A POST without Idempotency-Key is not resent", run: unkeyedPost},
-		{title: "5. A POST with Idempotency-Key is resent with the same body", run: keyedPost},
+		{title: "1. A flaky endpoint: two 503s, then 200",
+			run: one(httpretry.DefaultPolicy(), request{http.MethodGet, "/flaky", "", ""})},
+		{title: "2. Rate limited: 429 with Retry-After: 1",
+			run: one(httpretry.DefaultPolicy(), request{http.MethodGet, "/ratelimited", "", ""})},
+		{title: "3. A slow endpoint, bounded by PerTryTimeout 200ms",
+			run: one(perTry, request{http.MethodGet, "/slow", "", ""})},
+		{title: "4. A POST without Idempotency-Key is not resent",
+			run: one(httpretry.DefaultPolicy(), request{http.MethodPost, "/orders/a", "", "2 apples"})},
+		{title: "5. A POST with Idempotency-Key is resent with the same body",
+			run: one(httpretry.DefaultPolicy(), request{http.MethodPost, "/orders/b", "order-7f3a", "3 pears"})},
 		{title: "6. A burst against a dead upstream: the budget stops the storm", run: burst},
 		{title: "7. One request in ten stalls: hedging after 20ms cuts the tail", run: tail},
 	}
 }
 
 func header(p httpretry.Policy) {
-	fmt.Printf("  policy: MaxRetries %d, backoff %v\n", p.MaxRetries, p.Backoff)
+	fmt.Fprintf(out, "  policy: MaxRetries %d, backoff %v\n", p.MaxRetries, p.Backoff)
 }
 
-func flaky(srv *flakyServer) {
-	p := httpretry.DefaultPolicy()
-	header(p)
-	var l log
-	c, _ := client(p, &l)
-	send(c, &l, srv, http.MethodGet, "/flaky", "", "")
-}
-
-func rateLimited(srv *flakyServer) {
-	p := httpretry.DefaultPolicy()
-	header(p)
-	var l log
-	c, _ := client(p, &l)
-	send(c, &l, srv, http.MethodGet, "/ratelimited", "", "")
-}
-
-func slow(srv *flakyServer) {
-	p := httpretry.DefaultPolicy()
-	p.PerTryTimeout = 200 * time.Millisecond
-	header(p)
-	var l log
-	c, _ := client(p, &l)
-	send(c, &l, srv, http.MethodGet, "/slow", "", "")
-}
-
-func unkeyedPost(srv *flakyServer) {
-	p := httpretry.DefaultPolicy()
-	header(p)
-	var l log
-	c, _ := client(p, &l)
-	send(c, &l, srv, http.MethodPost, "/orders/a", "", "2 apples")
-}
-
-func keyedPost(srv *flakyServer) {
-	p := httpretry.DefaultPolicy()
-	header(p)
-	var l log
-	c, _ := client(p, &l)
-	send(c, &l, srv, http.MethodPost, "/orders/b", "order-7f3a", "3 pears")
+// one is a scenario of a single request through a fresh transport with
+// policy p, told attempt by attempt.
+func one(p httpretry.Policy, r request) func(*flakyServer) {
+	return func(srv *flakyServer) {
+		header(p)
+		var l log
+		c, _ := client(p, &l)
+		send(c, &l, srv, r)
+	}
 }
 
 // burst sends 100 concurrent GETs to an upstream that always fails. Without
@@ -100,10 +77,10 @@ func burst(srv *flakyServer) {
 		}
 	}
 	calls := srv.calls.Load() - before
-	fmt.Printf("  %d concurrent GET /down\n", clients)
-	fmt.Printf("    resends granted: %d; every request ended with 503: %d when the budget refused a resend, %d after MaxRetries\n",
+	fmt.Fprintf(out, "  %d concurrent GET /down\n", clients)
+	fmt.Fprintf(out, "    resends granted: %d; every request ended with 503: %d when the budget refused a resend, %d after MaxRetries\n",
 		retries, reasons[httpretry.ReasonBudget], reasons[httpretry.ReasonExhausted])
-	fmt.Printf("    => server saw %d calls for %d requests: amplification %.2f (without a budget: up to %d)\n",
+	fmt.Fprintf(out, "    => server saw %d calls for %d requests: amplification %.2f (without a budget: up to %d)\n",
 		calls, clients, float64(calls)/clients, clients*(p.MaxRetries+1))
 }
 
@@ -138,8 +115,8 @@ func tail(srv *flakyServer) {
 		if hedge.After > 0 {
 			name = "with Hedge{After: 20ms, Max: 1}"
 		}
-		fmt.Printf("  %d GET /tail %s\n", requests, name)
-		fmt.Printf("    => median %v, slowest %v; %d copies sent; server saw %d calls\n",
+		fmt.Fprintf(out, "  %d GET /tail %s\n", requests, name)
+		fmt.Fprintf(out, "    => median %v, slowest %v; %d copies sent; server saw %d calls\n",
 			took[requests/2].Round(10*time.Microsecond), took[requests-1].Round(time.Millisecond),
 			hedges, srv.calls.Load()-before)
 	}

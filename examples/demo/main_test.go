@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestDemoReport runs the demo as a new user would and checks the story it
+// tells, scenario by scenario.
+func TestDemoReport(t *testing.T) {
+	var buf bytes.Buffer
+	out = &buf
+	t.Cleanup(func() { http.DefaultTransport.(*http.Transport).CloseIdleConnections() })
+	require.NoError(t, run())
+	report := buf.String()
+	t.Log("\n" + report)
+	for _, want := range []string{
+		`(?s)1\. A flaky.*attempt 1: status 503 -> retry after.*attempt 2: status 503 -> retry after.*=> 200 ok  \(server saw 3 call\(s\)`,
+		`(?s)2\. Rate limited.*attempt 1: status 429 -> retry after 1s\n.*=> 200 ok  \(server saw 2 call\(s\)`,
+		`(?s)3\. A slow endpoint.*attempt timed out waiting for response headers.*=> 200 ok  \(server saw 2 call\(s\)`,
+		`(?s)4\. A POST without.*attempt 1: status 503 -> gave up \(not-idempotent\)\n.*=> 503 busy  \(server saw 1 call\(s\)`,
+		`(?s)5\. A POST with.*attempt 1: status 503 -> retry after.*order "3 pears" taken \(key "order-7f3a"\)  \(server saw 2 call\(s\)`,
+		`(?s)6\. A burst.*resends granted: 20;.*server saw 120 calls for 100 requests: amplification 1\.20`,
+		`(?s)7\. One request in ten.*without hedging\n.*0 copies sent.*with Hedge.*[1-9] copies sent`,
+	} {
+		assert.Regexp(t, regexp.MustCompile(want), report)
+	}
+}
