@@ -1,0 +1,30 @@
+// Package httpretry is an http.RoundTripper middleware that resends failed
+// HTTP requests safely.
+//
+// A RetryTransport wraps a base RoundTripper:
+//
+//	client := &http.Client{Transport: httpretry.New(nil)} // DefaultPolicy
+//
+// After an attempt fails, with a status in Policy.RetryOn (429, 502, 503
+// and 504 by default) or a transport error that a resend could cure, the
+// transport resends the request only when all of these hold, in this
+// order: the method is idempotent, or a POST or PATCH carries an
+// Idempotency-Key (or provably never reached the wire); the body can be
+// sent again (through GetBody, or from a record kept as it was first sent,
+// up to MaxReplayBytes); resends are left (MaxRetries); the wait, from the
+// Backoff and lengthened to the server's Retry-After, fits MaxRetryAfter,
+// the Deadline and the context; and the host's retry budget grants the
+// resend. Otherwise the caller gets the last response, its body unread, or
+// the last error, wrapped so that errors.Is finds its cause.
+//
+// The budget (BudgetConfig, Budgets) is shared by every request to a host:
+// resends, and hedged copies (Hedge), may be at most a share of the recent
+// requests, so that retries cannot multiply an outage. Observers
+// (WithObserver) are told of every retry, hedge and give-up, with its
+// Reason.
+//
+// A request whose first attempt needs no body record, timer or trace is
+// sent as it is, and a first answer that is not retried costs no
+// allocation. The caller's request is never modified, and its body is
+// closed on every path.
+package httpretry
