@@ -11,8 +11,9 @@ type EventKind uint8
 const (
 	// EventRetry: an attempt failed and another will be sent after Delay.
 	EventRetry EventKind = iota + 1
-	// EventHedge: a hedged copy was sent while Attempt was outstanding, or,
-	// with Reason set, was not sent.
+	// EventHedge: an attempt went without response headers for
+	// Hedge.After and copy number Attempt was sent, or, with Reason set,
+	// was not.
 	EventHedge
 	// EventGiveUp: the last attempt failed in a way the policy retries, and
 	// no further attempt will be made; Reason says why.
