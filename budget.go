@@ -1,6 +1,8 @@
 package httpretry
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,8 +272,8 @@ func (b *Budget) lastActive() int64 {
 // Budgets holds the retry budgets of many hosts. Keep one apart from any
 // RetryTransport (see WithBudgets) so that rebuilding a transport, for
 // example on a configuration reload, keeps what the budgets have counted.
-// It forgets hosts idle for a whole window and holds at most 10 000 hosts,
-// forgetting the least recently used. The zero value is ready to use, and a
+// It forgets hosts idle for a whole window and holds at most 10 000 hosts:
+// when full, it forgets the least recently active tenth. The zero value is ready to use, and a
 // Budgets is safe for concurrent use.
 type Budgets struct {
 	// hosts maps a host to its *Budget. Reads take no lock: For runs on
@@ -336,32 +338,40 @@ func (bs *Budgets) insert(host string, now int64) *Budget {
 }
 
 // sweep forgets idle hosts and, if the registry is still full, the least
-// recently active one. The caller holds bs.mu.
+// recently active tenth of it, so that a registry kept full by many active
+// hosts pays for a scan once per thousand insertions, not on every one.
+// The caller holds bs.mu.
 func (bs *Budgets) sweep(now int64) {
 	bs.lastSweep = now
-	var lru *Budget
-	lruLast := int64(1<<63 - 1)
+	type entry struct {
+		key  any
+		b    *Budget
+		last int64
+	}
+	var active []entry
 	bs.hosts.Range(func(k, v any) bool {
 		b := v.(*Budget)
 		last := b.lastActive()
 		if last <= now-b.loadParams().window {
-			b.evicted.Store(true)
-			bs.hosts.Delete(k)
-			bs.size--
-		} else if last < lruLast {
-			lru, lruLast = b, last
+			bs.forget(k, b)
+		} else {
+			active = append(active, entry{k, b, last})
 		}
 		return true
 	})
-	if bs.size < maxBudgetHosts || lru == nil {
+	if bs.size < maxBudgetHosts {
 		return
 	}
-	bs.hosts.Range(func(k, v any) bool {
-		if v.(*Budget) == lru {
-			lru.evicted.Store(true)
-			bs.hosts.Delete(k)
-			bs.size--
-		}
-		return true
-	})
+	slices.SortFunc(active, func(x, y entry) int { return cmp.Compare(x.last, y.last) })
+	for _, e := range active[:max(len(active)/10, 1)] {
+		bs.forget(e.key, e.b)
+	}
+}
+
+// forget removes one key; aliases of the same budget go the same way when
+// their turn comes, as they share its activity.
+func (bs *Budgets) forget(key any, b *Budget) {
+	b.evicted.Store(true)
+	bs.hosts.Delete(key)
+	bs.size--
 }
