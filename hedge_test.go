@@ -341,3 +341,72 @@ func TestHedgingAnUpstreamSlowForEveryoneStaysWithinTheBudget(t *testing.T) {
 		assert.EqualValues(t, requests+18, base.n.Load())
 	})
 }
+
+func TestTheWinnersContextLastsUntilItsBodyIsClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, map[int]time.Duration{1: time.Minute}, 200)}
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 1, 3))), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, []bool{true, false}, ctxs.canceled(), "the loser at once, the winner not yet")
+		time.Sleep(time.Minute)
+		assert.Equal(t, []bool{true, false}, ctxs.canceled())
+		assert.Equal(t, "fast 2", readAll(t, resp))
+		assert.Equal(t, []bool{true, true}, ctxs.canceled())
+	})
+}
+
+func TestHedgedCopiesHaveTheirOwnPerTryTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		hang := map[int]time.Duration{1: time.Hour, 2: time.Hour}
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, hang, 200)}
+		p := hedgePolicy(ms(20), 1, 3)
+		p.PerTryTimeout = ms(100)
+		p.Backoff = Fixed(ms(50))
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "fast 3", readAll(t, resp))
+		// Attempt 1 times out at 100 ms, its copy at 120 ms; then a 50 ms wait.
+		assert.Equal(t, ms(170), time.Since(start))
+		assert.Equal(t, []EventKind{EventHedge, EventRetry}, rec.kinds())
+		assert.ErrorIs(t, rec.all()[1].Err, ErrAttemptTimeout)
+	})
+}
+
+func TestHedgedRoundEndsAtTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		hang := map[int]time.Duration{1: time.Hour, 2: time.Hour}
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, hang, 200)}
+		p := hedgePolicy(ms(20), 1, 3)
+		p.Deadline = ms(80)
+		var rec recorder
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, ErrDeadline)
+		assert.Equal(t, ms(80), time.Since(start))
+		assert.Equal(t, []bool{true, true}, ctxs.canceled())
+		assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+	})
+}
+
+func TestRetryAfterFromAFailedRoundIsHonoured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &concurrentScripted{answer: func(r *http.Request, n int) (*http.Response, error) {
+			if n == 1 {
+				return fakeResponse(r, 503, http.Header{"Retry-After": {"2"}}, "busy"), nil
+			}
+			return fakeResponse(r, 200, nil, "ok"), nil
+		}}
+		start := time.Now()
+		resp, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 1, 3))), context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", readAll(t, resp))
+		assert.Equal(t, 2*time.Second, time.Since(start))
+		assert.EqualValues(t, 2, base.n.Load())
+	})
+}
