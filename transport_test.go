@@ -606,3 +606,30 @@ func TestHappyPathDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(put) }), "PUT with GetBody")
 }
+
+func TestGetBodyFailureEndsTheLoopWithTheLastResponse(t *testing.T) {
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	req, _ := http.NewRequest(http.MethodPut, up.URL, strings.NewReader("x"))
+	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
+	var rec recorder
+	resp, err := New(nil, WithPolicy(fastPolicy(3)), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, "Service Unavailable", readAll(t, resp))
+	assert.EqualValues(t, 1, up.calls.Load())
+	assert.Equal(t, ReasonBodyNotReplayable, rec.giveUp(t))
+}
+
+func TestResponseWithoutBodyReleasesItsAttemptAtOnce(t *testing.T) {
+	var attemptCtx context.Context
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		attemptCtx = r.Context()
+		return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}}, nil
+	})
+	p := fastPolicy(2)
+	p.PerTryTimeout = time.Minute
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/", nil)
+	resp, err := New(base, WithPolicy(p)).RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.NoBody, resp.Body)
+	assert.ErrorIs(t, attemptCtx.Err(), context.Canceled, "nothing left to read: released")
+}
