@@ -277,8 +277,9 @@ func (b *Budget) lastActive() int64 {
 // Budgets is safe for concurrent use.
 type Budgets struct {
 	// hosts maps a host to its *Budget. Reads take no lock: For runs on
-	// every request. A host name that is not lower-case is kept as an alias
-	// of its lower-case form, so that the common lookup hits first time.
+	// every request. A host written otherwise than in its canonical form
+	// (lower case, no :80 or :443) is kept as an alias of that form, so
+	// that the common lookup hits first time.
 	hosts sync.Map
 	// last is the budget For returned last: most clients talk to one host
 	// most of the time, and a hit here skips the map.
@@ -294,8 +295,9 @@ func NewBudgets() *Budgets { return &Budgets{} }
 
 // For returns host's budget, creating it on first use. A cfg that differs
 // from the one the budget has (a reload) is applied, and the counts are
-// kept. host is compared without regard to case; RetryTransport passes
-// URL.Host without the scheme's default port.
+// kept. host is URL.Host: it is compared without regard to case, and a
+// port of 80 or 443 is taken as the default one, so that For("h:443") is
+// the budget RetryTransport charges for https://h/.
 func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
 	b := bs.last.Load()
 	if b == nil || b.key != host || b.evicted.Load() {
@@ -318,7 +320,7 @@ func (bs *Budgets) insert(host string, now int64) *Budget {
 	if b, ok := bs.hosts.Load(host); ok {
 		return b.(*Budget)
 	}
-	lower := strings.ToLower(host)
+	lower := canonicalHost(host)
 	var b *Budget
 	if v, ok := bs.hosts.Load(lower); ok {
 		b = v.(*Budget)
@@ -374,4 +376,15 @@ func (bs *Budgets) forget(key any, b *Budget) {
 	b.evicted.Store(true)
 	bs.hosts.Delete(key)
 	bs.size--
+}
+
+// canonicalHost is host in lower case without a default port.
+func canonicalHost(host string) string {
+	host = strings.ToLower(host)
+	for _, port := range [...]string{":443", ":80"} {
+		if h, ok := strings.CutSuffix(host, port); ok && h != "" && h[len(h)-1] != ':' {
+			return h
+		}
+	}
+	return host
 }

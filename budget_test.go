@@ -473,3 +473,16 @@ func TestConfigsThatMeanTheSameBudgetDoNotReconfigure(t *testing.T) {
 	bs.For("api.example.com", BudgetConfig{Percent: 50})
 	assert.NotSame(t, before, b.params.Load())
 }
+
+func TestBudgetsForTakesDefaultPortsAsTheDefault(t *testing.T) {
+	var bs Budgets
+	b := bs.For("api.example.com", BudgetConfig{})
+	for _, h := range []string{"api.example.com:443", "API.example.com:80", "Api.Example.Com"} {
+		assert.Same(t, b, bs.For(h, BudgetConfig{}), h)
+	}
+	assert.NotSame(t, b, bs.For("api.example.com:8443", BudgetConfig{}))
+	v6 := bs.For("[::1]", BudgetConfig{})
+	assert.Same(t, v6, bs.For("[::1]:443", BudgetConfig{}))
+	assert.Equal(t, "[::1]", canonicalHost("[::1]:443"))
+	assert.Equal(t, "::443", canonicalHost("::443"), "not a port: a bare IPv6 address")
+}
