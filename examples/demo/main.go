@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -134,7 +135,10 @@ func bodyReader(body string) io.Reader {
 // describe renders one event as a line of the report.
 func describe(e httpretry.Event) string {
 	outcome := fmt.Sprintf("status %d", e.Status)
-	if e.Err != nil {
+	switch {
+	case errors.Is(e.Err, httpretry.ErrAttemptTimeout):
+		outcome = "no response headers within PerTryTimeout"
+	case e.Err != nil:
 		outcome = "error: " + shorten(e.Err.Error())
 	}
 	switch e.Kind {
