@@ -238,11 +238,15 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 	return true
 }
 
-// sum adds up the buckets whose slot lies in the window ending at now.
+// sum adds up the buckets whose slot lies in the window ending at now. The
+// bucket of the next slot counts too: another goroutine whose clock read
+// came a little later may have opened it, and what it charged there must
+// not be overlooked, or two callers on either side of a slot edge could
+// both be granted the last resend.
 func (b *Budget) sum(now int64, p *budgetParams) (requests, retries int64) {
 	for i := range b.buckets {
 		bk := &b.buckets[i]
-		if s := bk.start.Load(); s > now-p.window && s <= now {
+		if s := bk.start.Load(); s > now-p.window && s <= now+p.slot {
 			requests += bk.requests.Load()
 			retries += bk.retries.Load()
 		}

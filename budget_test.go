@@ -486,3 +486,12 @@ func TestBudgetsForTakesDefaultPortsAsTheDefault(t *testing.T) {
 	assert.Equal(t, "[::1]", canonicalHost("[::1]:443"))
 	assert.Equal(t, "::443", canonicalHost("::443"), "not a port: a bare IPv6 address")
 }
+
+func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
+	b := newTestBudget(BudgetConfig{MinRetries: 1, Percent: 1})
+	edge := budgetAt(5 * time.Second)
+	// One goroutine's clock has passed the edge and takes the only resend;
+	// another read its clock just before the edge.
+	require.True(t, b.tryReserveAt(edge))
+	assert.False(t, b.tryReserveAt(edge.Add(-time.Microsecond)))
+}
