@@ -128,8 +128,11 @@ func (b *Budget) loadParams() *budgetParams {
 // the counts are kept. When transports sharing a Budgets give one host
 // different configs, the last one to send a request wins.
 func (b *Budget) configure(cfg BudgetConfig) {
-	cfg = cfg.withDefaults()
-	if p := b.params.Load(); p == nil || p.cfg != cfg {
+	p := b.params.Load()
+	if p != nil && p.cfg == cfg {
+		return // RetryTransport passes resolved configs: the common case
+	}
+	if cfg = cfg.withDefaults(); p == nil || p.cfg != cfg {
 		b.params.Store(newBudgetParams(cfg))
 	}
 }
@@ -191,11 +194,6 @@ func (b *Budget) tick() {
 	}
 	b.cur.Store(bk)
 	b.armTicker(ns)
-}
-
-func (b *Budget) recordAt(now time.Time) {
-	bk := b.current(now.UnixNano(), false)
-	bk.requests.Add(1)
 }
 
 // current returns the bucket of the slot holding now, emptied first if it

@@ -495,3 +495,9 @@ func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
 	require.True(t, b.tryReserveAt(edge))
 	assert.False(t, b.tryReserveAt(edge.Add(-time.Microsecond)))
 }
+
+// recordAt is Record at a fixed instant, so that tests can walk the window
+// without sleeping; it leaves the ticker that Record keeps alone.
+func (b *Budget) recordAt(now time.Time) {
+	b.current(now.UnixNano(), false).requests.Add(1)
+}

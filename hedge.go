@@ -68,7 +68,7 @@ type outcome struct {
 // round returns: no attempt outlives it but the winner. If every attempt
 // fails, the last failure is returned for the retry loop to judge.
 func (c *call) round(n int, body io.ReadCloser) (*attempt, *http.Response, error) {
-	if !c.hedges() {
+	if !c.hedged {
 		return c.send(n, body)
 	}
 	outcomes := make(chan outcome, 1+c.p.hedge.copies())
@@ -90,15 +90,12 @@ func (c *call) round(n int, body io.ReadCloser) (*attempt, *http.Response, error
 		select {
 		case o := <-outcomes:
 			pending--
-			if o.err == nil && !c.p.retryOn.has(o.resp.StatusCode) {
-				c.cancelLosers(o.a, inflight, outcomes, pending)
-				if last.a != nil {
-					c.discardOutcome(last)
-				}
-				return o.a, o.resp, nil
-			}
 			if last.a != nil {
-				c.discardOutcome(last)
+				last.a.discard(last.resp)
+			}
+			if o.err == nil && !c.p.retryOn.has(o.resp.StatusCode) {
+				cancelLosers(o.a, inflight, outcomes, pending)
+				return o.a, o.resp, nil
 			}
 			last = o
 			// The upstream is failing, not slow: more copies would only
@@ -109,7 +106,7 @@ func (c *call) round(n int, body io.ReadCloser) (*attempt, *http.Response, error
 				continue
 			}
 			next := n + len(inflight)
-			if reason := c.grantHedge(next); reason != 0 {
+			if reason := c.grantHedge(); reason != 0 {
 				c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason})
 				hedging = false
 				continue
@@ -134,7 +131,7 @@ func (c *call) round(n int, body io.ReadCloser) (*attempt, *http.Response, error
 
 // grantHedge decides whether another copy may be sent; it charges the
 // budget when it may.
-func (c *call) grantHedge(n int) Reason {
+func (c *call) grantHedge() Reason {
 	if c.sent > c.maxRetries {
 		return ReasonExhausted
 	}
@@ -149,20 +146,14 @@ func (c *call) grantHedge(n int) Reason {
 
 // cancelLosers cancels every attempt but the winner and waits for the
 // pending ones to come back, discarding what they bring.
-func (c *call) cancelLosers(winner *attempt, inflight []*attempt, outcomes <-chan outcome, pending int) {
+func cancelLosers(winner *attempt, inflight []*attempt, outcomes <-chan outcome, pending int) {
 	for _, a := range inflight {
 		if a != winner {
 			a.end()
 		}
 	}
 	for ; pending > 0; pending-- {
-		c.discardOutcome(<-outcomes)
+		o := <-outcomes
+		o.a.discard(o.resp)
 	}
-}
-
-func (c *call) discardOutcome(o outcome) {
-	if o.resp != nil {
-		discard(o.resp)
-	}
-	o.a.end()
 }

@@ -89,8 +89,23 @@ func maxRetriesFrom(ctx context.Context) (int, bool) {
 	return n, ok
 }
 
-// buildPolicies resolves the options' policies once, for RoundTrip to read.
+// newConfig applies opts in order over the defaults.
+func newConfig(opts []Option) *config {
+	c := &config{policy: DefaultPolicy()}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(c)
+		}
+	}
+	return c
+}
+
+// buildPolicies validates and resolves the options' policies once, for
+// RoundTrip to read. It panics on an invalid policy or host rule.
 func (c *config) buildPolicies() policyTable {
+	if err := c.policy.Validate(); err != nil {
+		panic(err.Error())
+	}
 	t := policyTable{all: resolvePolicy(c.policy)}
 	for _, h := range c.hosts {
 		name, port, err := splitHostRule(h.host)

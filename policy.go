@@ -168,10 +168,8 @@ type hostPolicy struct {
 	untimed bool
 }
 
+// resolvePolicy turns a valid p into its resolved form.
 func resolvePolicy(p Policy) *hostPolicy {
-	if err := p.Validate(); err != nil {
-		panic(err.Error())
-	}
 	hp := &hostPolicy{
 		maxRetries:    p.MaxRetries,
 		backoff:       p.Backoff.resolve(),
@@ -280,18 +278,4 @@ func splitHostRule(host string) (name, port string, err error) {
 		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port", host)
 	}
 	return strings.ToLower(host), "", nil
-}
-
-// budgetKey is the key of u's host in a Budgets registry: URL.Host without
-// its scheme's default port, so that https://h and https://h:443 share one
-// budget. It does not allocate.
-func budgetKey(u *url.URL) string {
-	h := u.Host
-	if n := len(h); n == 0 || h[n-1] < '0' || h[n-1] > '9' {
-		return h // no port: the common case needs no parsing
-	}
-	if p := u.Port(); p != "" && p == defaultPort(u.Scheme) {
-		return h[:len(h)-len(p)-1]
-	}
-	return h
 }

@@ -333,16 +333,20 @@ func TestBudgetKey(t *testing.T) {
 		{"https://[::1]", "[::1]"},
 		{"https://127.0.0.1:443", "127.0.0.1"},
 	}
+	// RetryTransport charges Budgets.For(URL.Host): the budget a URL gets
+	// is the one its host key names.
+	var bs Budgets
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			u, err := url.Parse(tt.url)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, budgetKey(u))
+			assert.Same(t, bs.For(tt.want, BudgetConfig{}), bs.For(u.Host, BudgetConfig{}))
 		})
 	}
 
 	u := &url.URL{Scheme: "https", Host: "api.example.com:443"}
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = budgetKey(u) }))
+	bs.For(u.Host, BudgetConfig{})
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = bs.For(u.Host, BudgetConfig{}) }))
 }
 
 func TestStatusSet(t *testing.T) {

@@ -47,20 +47,8 @@ var _ http.RoundTripper = (*RetryTransport)(nil)
 // policy or host, as regexp.MustCompile does: it is a programming error,
 // best found at start-up.
 func New(base http.RoundTripper, opts ...Option) *RetryTransport {
-	if base == nil {
-		base = cleanhttp.DefaultPooledTransport()
-	}
-	c := config{policy: DefaultPolicy()}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	t := &RetryTransport{base: base, policies: c.buildPolicies(), budgets: c.budgets, observers: c.observers}
-	if t.budgets == nil {
-		t.budgets = NewBudgets()
-	}
-	return t
+	c := newConfig(opts)
+	return c.transport(base, c.buildPolicies())
 }
 
 // Middleware returns a constructor that wraps a base RoundTripper in a
@@ -68,8 +56,21 @@ func New(base http.RoundTripper, opts ...Option) *RetryTransport {
 // like New. Each transport it makes has its own budgets unless opts hold
 // WithBudgets.
 func Middleware(opts ...Option) func(http.RoundTripper) http.RoundTripper {
-	New(http.DefaultTransport, opts...)
-	return func(base http.RoundTripper) http.RoundTripper { return New(base, opts...) }
+	c := newConfig(opts)
+	policies := c.buildPolicies()
+	return func(base http.RoundTripper) http.RoundTripper { return c.transport(base, policies) }
+}
+
+// transport builds a RetryTransport from resolved options.
+func (c *config) transport(base http.RoundTripper, policies policyTable) *RetryTransport {
+	if base == nil {
+		base = cleanhttp.DefaultPooledTransport()
+	}
+	budgets := c.budgets
+	if budgets == nil {
+		budgets = NewBudgets()
+	}
+	return &RetryTransport{base: base, policies: policies, budgets: budgets, observers: c.observers}
 }
 
 // CloseIdleConnections closes the idle connections of the base transport, if
@@ -108,7 +109,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	var budget *Budget
 	if !p.budget.Disabled {
-		budget = t.budgets.For(budgetKey(req.URL), p.budget)
+		budget = t.budgets.For(req.URL.Host, p.budget)
 		budget.Record()
 	}
 	if sendsAsIs(req, p) {
@@ -120,7 +121,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		// No Deadline on this path, so the start time is not needed.
 		c := newCall(t, req, p, budget, maxRetries, time.Time{})
-		return c.loop(&attempt{n: 1}, resp, c.checkOutcome(resp, err))
+		return c.loop(&attempt{n: 1}, resp, checkOutcome(resp, err))
 	}
 	c := newCall(t, req, p, budget, maxRetries, time.Now())
 	return c.loop(c.round(1, c.firstBody()))
@@ -136,6 +137,7 @@ type call struct {
 
 	sent           int           // attempts sent, hedged copies included
 	resendable     bool          // the method or a key makes a resend safe
+	hedged         bool          // attempts are hedged: see hedges
 	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
 	body           *replayBody   // nil: no body, or GetBody replays it
 	waitLeft       time.Duration // what is left of the wait budget; negative: unbounded
@@ -173,6 +175,7 @@ func newCall(t *RetryTransport, r *http.Request, p *hostPolicy, budget *Budget, 
 		}
 		c.body = newReplayBody(r.Body, limit, r.ContentLength)
 	}
+	c.hedged = c.hedges()
 	c.waitLeft = p.waitBudget
 	if p.deadline > 0 {
 		c.policyDeadline = start.Add(p.deadline)
@@ -247,7 +250,7 @@ func (c *call) newAttempt(n int, body io.ReadCloser) (*attempt, *http.Request) {
 			a.timeout, a.timed, a.byDeadline = left, true, true
 		}
 	}
-	if a.timed || !c.resendable || c.p.hedge.After > 0 {
+	if a.timed || !c.resendable || c.hedged {
 		ctx, a.cancel = context.WithCancel(ctx)
 		if !c.resendable {
 			a.traced = true
@@ -289,12 +292,12 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 			err = fmt.Errorf("%w (%v): %w", ErrAttemptTimeout, c.p.perTry, context.DeadlineExceeded)
 		}
 	}
-	return resp, c.checkOutcome(resp, err)
+	return resp, checkOutcome(resp, err)
 }
 
 // checkOutcome holds the base to the RoundTripper contract: exactly one of
 // a response and an error.
-func (c *call) checkOutcome(resp *http.Response, err error) error {
+func checkOutcome(resp *http.Response, err error) error {
 	if err != nil && resp != nil {
 		discard(resp)
 	}
@@ -323,10 +326,7 @@ func (c *call) loop(a *attempt, resp *http.Response, err error) (*http.Response,
 			return nil, c.giveUpError(reason, a.n, err)
 		}
 		c.emit(Event{Kind: EventRetry, Attempt: a.n, Status: status(resp), Err: err, Delay: wait})
-		if resp != nil {
-			discard(resp)
-		}
-		a.end()
+		a.discard(resp)
 		if err := c.sleep(wait); err != nil {
 			closeBody(body)
 			reason := ReasonCanceled
@@ -462,6 +462,14 @@ func (a *attempt) end() {
 	if a.cancel != nil {
 		a.cancel()
 	}
+}
+
+// discard drains and closes resp, if any, and ends the attempt.
+func (a *attempt) discard(resp *http.Response) {
+	if resp != nil {
+		discard(resp)
+	}
+	a.end()
 }
 
 func status(resp *http.Response) int {
