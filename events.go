@@ -9,17 +9,24 @@ import (
 type EventKind uint8
 
 const (
-	// EventRetry: an attempt failed and another will be sent after Delay.
+	// EventRetry: an attempt failed and a resend will be sent after Delay.
 	EventRetry EventKind = iota + 1
 	// EventHedge: an attempt went without response headers for
 	// Hedge.After and copy number Attempt was sent, or, with Reason set,
 	// was not.
 	EventHedge
-	// EventGiveUp: the last attempt failed in a way the policy retries, and
-	// no further attempt will be made; Reason says why.
+	// EventGiveUp: the last attempt failed (a status in RetryOn, a
+	// transport error, or an outcome Policy.RetryIf accepted) and no
+	// further attempt will be made; Reason says why, ReasonNotRetryable
+	// for a permanent transport error.
 	EventGiveUp
+	// EventFallback: an attempt failed and the next one is the first
+	// attempt on another origin, Origin.
+	EventFallback
 )
 
+// String returns the kind as a lower-case word: "retry", "hedge",
+// "give-up" or "fallback".
 func (k EventKind) String() string {
 	switch k {
 	case EventRetry:
@@ -28,6 +35,8 @@ func (k EventKind) String() string {
 		return "hedge"
 	case EventGiveUp:
 		return "give-up"
+	case EventFallback:
+		return "fallback"
 	}
 	return "unknown"
 }
@@ -70,6 +79,8 @@ var reasonNames = [...]string{
 	ReasonCanceled:          "canceled",
 }
 
+// String returns the reason as a lower-case word, such as "exhausted" or
+// "budget"; "none" for the zero Reason.
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) && reasonNames[r] != "" {
 		return reasonNames[r]
@@ -79,6 +90,7 @@ func (r Reason) String() string {
 
 // Event reports a decision of the attempt loop to an observer (WithObserver).
 type Event struct {
+	// Kind says what happened.
 	Kind EventKind
 	// Request is the caller's request; observers must not modify it.
 	Request *http.Request
@@ -87,12 +99,18 @@ type Event struct {
 	Attempt int
 	// Status is that attempt's status code, 0 when it failed with an error.
 	Status int
-	Err    error
+	// Err is the error that attempt failed with, nil when it got a
+	// response.
+	Err error
 	// Delay is the wait before the next attempt (EventRetry).
 	Delay time.Duration
 	// Reason is why no further attempt is made (EventGiveUp), or why a
 	// hedged copy was not sent (EventHedge).
 	Reason Reason
+	// Origin is "scheme://host[:port]" of the attempt the event announces
+	// (the next one for EventRetry, EventHedge and EventFallback, the last
+	// one for EventGiveUp). Without fallbacks it is the request's own.
+	Origin string
 }
 
 // observers calls each observer in order, synchronously and with no lock

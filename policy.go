@@ -60,6 +60,18 @@ type Policy struct {
 	// Hedge sends speculative copies of slow requests; the zero value sends
 	// none.
 	Hedge Hedge
+	// Fallbacks are other origins ("https://backup.example.com",
+	// "http://10.0.0.7:8080") that serve the same requests, tried in order
+	// after the request's own; see WithFallbacks for one request's list.
+	// One request costs at most 1 + len(Fallbacks) + MaxRetries upstream
+	// calls. An https request is never sent to an http origin.
+	Fallbacks []string
+	// RetryIf, when set, decides which outcomes are failures worth another
+	// attempt, in place of RetryOn and the transport-error rule; it must
+	// not read or close the response body. The caller's context ending is
+	// never retried, and every other check (idempotency, body, MaxRetries,
+	// waits, deadline, budget) still applies. It is not part of JSON.
+	RetryIf func(resp *http.Response, err error) bool
 }
 
 // maxBudgetPercent is the largest Budget.Percent: ten resends per request,
