@@ -14,6 +14,10 @@ var errBodyGone = errors.New("httpretry: request body is no longer replayable")
 // errBodyClosed is returned by a Read after Close.
 var errBodyClosed = errors.New("httpretry: read on closed request body")
 
+// errBodyRevoked is returned to an attempt that was discarded while its
+// transport was still sending the body, once a resend has taken it over.
+var errBodyRevoked = errors.New("httpretry: request body taken over by a resend")
+
 // replayBody shares one request body without GetBody among the attempts of
 // a request. It does not read ahead: the bytes are recorded as the base
 // transport reads them, up to limit, so the first byte leaves as early as
@@ -44,6 +48,7 @@ type replayBody struct {
 	err      error // sticky read error of src
 	sizeHint int64 // ContentLength, if known
 	readers  int   // readers not yet closed
+	gen      int   // readers of an older generation were revoked
 	finished bool  // the request is over: close src when readers reaches 0
 	closed   bool  // src closed
 }
@@ -91,7 +96,27 @@ func (rb *replayBody) reader() *replayReader {
 		return nil
 	}
 	rb.readers++
-	return &replayReader{rb: rb}
+	return &replayReader{rb: rb, gen: rb.gen}
+}
+
+// busy reports whether a reader is open and may still read the caller's
+// body: a discarded attempt whose transport goes on uploading.
+func (rb *replayBody) busy() bool {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.readers > 0 && !rb.eof && rb.err == nil && !rb.closed
+}
+
+// revoke stops every reader open now from reading further, once a read of
+// the caller's body in progress has ended, so that a resend never shares
+// the body with the upload of a discarded attempt: that upload could read
+// on past the limit and leave the resend with a body cut short.
+func (rb *replayBody) revoke() {
+	rb.srcMu.Lock()
+	rb.mu.Lock()
+	rb.gen++
+	rb.mu.Unlock()
+	rb.srcMu.Unlock()
 }
 
 // finish says the request is over; the caller's body is closed as soon as
@@ -190,6 +215,7 @@ func (rb *replayBody) copyAt(off int64, p []byte) int {
 type replayReader struct {
 	rb     *replayBody
 	pos    int64
+	gen    int  // rb.gen when the reader was made
 	closed bool // guarded by rb.mu
 }
 
@@ -204,6 +230,9 @@ func (r *replayReader) Read(p []byte) (int, error) {
 		case r.closed:
 			rb.mu.Unlock()
 			return 0, errBodyClosed
+		case r.gen != rb.gen:
+			rb.mu.Unlock()
+			return 0, errBodyRevoked
 		case r.pos < rb.n:
 			if !rb.complete {
 				rb.mu.Unlock()
@@ -228,7 +257,7 @@ func (r *replayReader) Read(p []byte) (int, error) {
 
 		rb.srcMu.Lock()
 		rb.mu.Lock()
-		ahead := rb.n != r.pos || rb.eof || rb.err != nil || rb.closed
+		ahead := rb.n != r.pos || rb.eof || rb.err != nil || rb.closed || r.gen != rb.gen
 		rb.mu.Unlock()
 		if ahead {
 			// Another reader read on while this one waited: serve from

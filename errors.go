@@ -18,6 +18,9 @@ var permanentMessages = []string{
 	"nil Request.URL",
 	"nil Request.Header",
 	"server gave HTTP response to HTTPS client",
+	// The request's ContentLength disagrees with its body: every attempt
+	// would put the same truncated or overlong request on the wire.
+	"with Body length",
 }
 
 // permanent reports whether err is a transport error that a resend would
@@ -33,7 +36,8 @@ func permanent(err error) bool {
 	)
 	if errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
 		errors.As(err, &verification) || errors.As(err, &recordHeader) ||
-		errors.Is(err, errNilResponse) || errors.Is(err, errBodyGone) || errors.Is(err, errBodyClosed) {
+		errors.Is(err, errNilResponse) || errors.Is(err, errBodyGone) || errors.Is(err, errBodyClosed) ||
+		errors.Is(err, errBodyRevoked) {
 		return true
 	}
 	msg := err.Error()

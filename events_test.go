@@ -14,8 +14,9 @@ func TestEventKindString(t *testing.T) {
 		{EventRetry, "retry"},
 		{EventHedge, "hedge"},
 		{EventGiveUp, "give-up"},
+		{EventFallback, "fallback"},
 		{0, "unknown"},
-		{EventGiveUp + 1, "unknown"},
+		{EventFallback + 1, "unknown"},
 		{255, "unknown"},
 	}
 	for _, tt := range tests {

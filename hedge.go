@@ -54,106 +54,148 @@ func (c *call) hedges() bool {
 	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil || c.body != nil && c.body.limit > 0
 }
 
-// outcome is what one attempt of a hedged round came back with.
-type outcome struct {
-	a    *attempt
-	resp *http.Response
-	err  error
-}
-
-// round sends attempt n and, while it goes without response headers for
-// Hedge.After, copies of it, each granted by the budget and counted
-// against MaxRetries. The first outcome that is not a retryable failure
-// wins and the other attempts are canceled, their responses discarded, before
-// round returns: no attempt outlives it but the winner. If every attempt
-// fails, the last failure is returned for the retry loop to judge.
-func (c *call) round(n int, body io.ReadCloser) (*attempt, *http.Response, error) {
+// round sends attempt n to tg and, while it goes without response
+// headers for Hedge.After, copies of it, each admitted and charged like a
+// resend. The first outcome that is not a failure wins and the other
+// attempts are canceled, their responses discarded, before round returns:
+// no attempt outlives it but the winner. If every attempt fails, round
+// returns the failure to judge: a response rather than an error, and of
+// two responses the one whose Retry-After asks more, since the loop must
+// honour the strongest instruction the upstream gave.
+func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	if !c.hedged {
-		return c.send(n, body)
+		a, r := c.newAttempt(n, tg, body)
+		c.sent = n
+		resp, err := c.do(a, r)
+		return outcome{a, resp, err}
 	}
-	outcomes := make(chan outcome, 1+c.p.hedge.copies())
-	var inflight []*attempt
-	launch := func(n int, body io.ReadCloser) {
-		a, r := c.newAttempt(n, body)
-		inflight = append(inflight, a)
-		go func() {
-			resp, err := c.do(a, r)
-			outcomes <- outcome{a, resp, err}
-		}()
-	}
-	launch(n, body)
+	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), hedging: true}
+	h.launch(n, tg, body)
 	timer := time.NewTimer(c.p.hedge.After)
 	defer timer.Stop()
-	copies, hedging := 0, true
-	var last outcome
-	for pending := 1; pending > 0; {
+	for h.pending > 0 {
 		select {
-		case o := <-outcomes:
-			pending--
-			if last.a != nil {
-				last.a.discard(last.resp)
+		case o := <-h.outcomes:
+			if h.settle(o) {
+				return o
 			}
-			if o.err == nil && !c.p.retryOn.has(o.resp.StatusCode) {
-				cancelLosers(o.a, inflight, outcomes, pending)
-				return o.a, o.resp, nil
-			}
-			last = o
-			// The upstream is failing, not slow: more copies would only
-			// add to its load.
-			hedging = false
 		case <-timer.C:
-			if !hedging {
+			// An outcome that came with the timer wins over a copy.
+			select {
+			case o := <-h.outcomes:
+				if h.settle(o) {
+					return o
+				}
 				continue
+			default:
 			}
-			next := n + len(inflight)
-			if reason := c.grantHedge(); reason != 0 {
-				c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason})
-				hedging = false
-				continue
-			}
-			body, ok := c.nextBody()
-			if !ok {
-				c.emit(Event{Kind: EventHedge, Attempt: next, Reason: ReasonBodyNotReplayable})
-				hedging = false
-				continue
-			}
-			c.emit(Event{Kind: EventHedge, Attempt: next})
-			c.sent++
-			launch(next, body)
-			pending++
-			if copies++; copies < c.p.hedge.copies() {
+			if h.hedging && h.hedge(tg) {
 				timer.Reset(c.p.hedge.After)
 			}
 		}
 	}
-	return last.a, last.resp, last.err
+	return h.kept
 }
 
-// grantHedge decides whether another copy may be sent; it charges the
-// budget when it may.
-func (c *call) grantHedge() Reason {
-	if c.sent > c.maxRetries {
-		return ReasonExhausted
+// hedgedRound is one attempt and its hedged copies in flight.
+type hedgedRound struct {
+	c        *call
+	outcomes chan outcome
+	inflight []*attempt
+	pending  int
+	copies   int
+	hedging  bool    // more copies may be sent
+	kept     outcome // the failure to judge if no attempt wins
+}
+
+func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
+	a, r := h.c.newAttempt(n, tg, body)
+	h.c.sent = n
+	h.inflight = append(h.inflight, a)
+	h.pending++
+	go func() {
+		resp, err := h.c.do(a, r)
+		h.outcomes <- outcome{a, resp, err}
+	}()
+}
+
+// settle takes one outcome; it reports whether that outcome won, in which
+// case the other attempts are over.
+func (h *hedgedRound) settle(o outcome) bool {
+	h.pending--
+	if !h.c.failed(o.resp, o.err) {
+		h.cancelLosers(o.a)
+		return true
 	}
-	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
-		return ReasonDeadline
+	// The upstream is failing, not slow: more copies would only add to
+	// its load.
+	h.hedging = false
+	now := time.Now()
+	o.a.tg.noteRetryAfter(o.resp, now, h.c.p.maxRetryAfter)
+	if h.kept.a == nil || stronger(o, h.kept, now) {
+		o, h.kept = h.kept, o
 	}
-	if c.budget != nil && !c.budget.TryReserve() {
-		return ReasonBudget
+	if o.a != nil {
+		o.a.discard(o.resp)
 	}
-	return 0
+	return false
+}
+
+// stronger reports whether failure x says more than y: an answer beats an
+// error, and of two answers the one asking for the longer Retry-After
+// wins; otherwise the later one, x.
+func stronger(x, y outcome, now time.Time) bool {
+	if (x.resp == nil) != (y.resp == nil) {
+		return x.resp != nil
+	}
+	if x.resp == nil {
+		return true
+	}
+	rx, okx := retryAfter(x.resp.Header, now)
+	ry, oky := retryAfter(y.resp.Header, now)
+	return !oky || okx && rx >= ry
+}
+
+// hedge sends a copy to tg if one is admitted; it reports whether another
+// copy may follow.
+func (h *hedgedRound) hedge(tg *target) bool {
+	c := h.c
+	next := c.sent + 1
+	// The body comes first: a copy that cannot be sent is not charged.
+	body, reason := c.copyBody()
+	if reason == 0 {
+		now := time.Now()
+		if _, reason = c.admit(tg, now, 0, true); reason == 0 {
+			reason = c.take(tg, now, 0)
+		}
+		if reason != 0 {
+			closeBody(body)
+		}
+	}
+	if reason != 0 {
+		c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason}, tg)
+		h.hedging = false
+		return false
+	}
+	c.emit(Event{Kind: EventHedge, Attempt: next}, tg)
+	h.launch(next, tg, body)
+	h.copies++
+	return h.copies < c.p.hedge.copies()
 }
 
 // cancelLosers cancels every attempt but the winner and waits for the
 // pending ones to come back, discarding what they bring.
-func cancelLosers(winner *attempt, inflight []*attempt, outcomes <-chan outcome, pending int) {
-	for _, a := range inflight {
+func (h *hedgedRound) cancelLosers(winner *attempt) {
+	for _, a := range h.inflight {
 		if a != winner {
 			a.end()
 		}
 	}
-	for ; pending > 0; pending-- {
-		o := <-outcomes
+	if h.kept.a != nil {
+		h.kept.a.discard(h.kept.resp)
+	}
+	for ; h.pending > 0; h.pending-- {
+		o := <-h.outcomes
 		o.a.discard(o.resp)
 	}
 }

@@ -167,6 +167,7 @@ type hostPolicy struct {
 	backoff       Backoff
 	waitBudget    time.Duration // negative: unbounded
 	retryOn       statusSet
+	retryIf       func(*http.Response, error) bool // nil: retryOn and the transport-error rule
 	perTry        time.Duration
 	deadline      time.Duration
 	maxRetryAfter time.Duration
@@ -192,6 +193,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		idemHeaders:   defaultIdempotencyHeaders,
 		budget:        p.Budget.withDefaults(),
 		hedge:         p.Hedge,
+		retryIf:       p.RetryIf,
 	}
 	hp.waitBudget = hp.backoff.waitBudget()
 	hp.untimed = hp.perTry == 0 && hp.deadline == 0 && hp.hedge.After == 0

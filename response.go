@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"sync"
@@ -63,4 +64,39 @@ func (b *cancelOnClose) release() {
 	if b.done.CompareAndSwap(false, true) {
 		b.cancel()
 	}
+}
+
+// keep reads a response that is about to be discarded into memory, so that
+// it can still be returned whole if no further attempt succeeds. It
+// reports false, with resp drained and closed, when its body is longer
+// than drainLimit or does not arrive within drainTime.
+func keep(resp *http.Response) bool {
+	body := resp.Body
+	if body == nil || body == http.NoBody {
+		return true
+	}
+	if resp.ContentLength > drainLimit {
+		body.Close()
+		return false
+	}
+	var once sync.Once
+	closeOnce := func() { once.Do(func() { body.Close() }) }
+	t := time.AfterFunc(drainTime, closeOnce)
+	b, err := io.ReadAll(io.LimitReader(body, drainLimit+1))
+	t.Stop()
+	closeOnce()
+	if err != nil || len(b) > drainLimit {
+		return false
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return true
+}
+
+// drainBound is the longest discarding resp can take.
+func drainBound(resp *http.Response) time.Duration {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody ||
+		resp.ContentLength > drainLimit || resp.ContentLength == 0 {
+		return 0
+	}
+	return drainTime
 }

@@ -1,0 +1,182 @@
+package httpretry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+)
+
+// attempt is one sending of the request.
+type attempt struct {
+	n          int
+	tg         *target            // where it went
+	cancel     context.CancelFunc // nil: the attempt used the caller's context
+	timed      bool               // a timer bounds the wait for headers
+	timeout    time.Duration      // after which the timer fires
+	fired      atomic.Bool        // the attempt's timer ended it before headers
+	byDeadline bool               // the timer was the policy's Deadline
+	traced     bool               // getConn and gotConn are tracked
+	getConn    atomic.Bool        // the transport began to look for a connection
+	gotConn    atomic.Bool        // and found one
+	// ctx is the attempt's own context, which tells AttemptFromContext
+	// its number; it lives inside the attempt so that it costs no
+	// allocation of its own.
+	ctx attemptContext
+}
+
+// attemptContext carries an attempt's number to the middlewares inside
+// httpretry.
+type attemptContext struct {
+	context.Context
+	n int
+}
+
+type attemptKey struct{}
+
+func (c *attemptContext) Value(key any) any {
+	if _, ok := key.(attemptKey); ok {
+		return c.n
+	}
+	return c.Context.Value(key)
+}
+
+// AttemptFromContext reports which attempt of a request ctx belongs to: 1
+// for the first, 2 for the first resend or hedged copy, and so on. It is
+// meant for tracing and logging middlewares placed inside httpretry (as
+// its base), for example to set http.request.resend_count to the attempt
+// less one. A context that did not come from httpretry is a first attempt.
+// The first attempt of a request is usually the caller's own request,
+// untouched: AttemptFromContext then walks the context chain and finds
+// nothing, which costs httpretry nothing.
+func AttemptFromContext(ctx context.Context) int {
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
+		return n
+	}
+	return 1
+}
+
+// newAttempt prepares attempt n to tg with body. The attempt gets a
+// context of its own when a timer bounds it, when it may have to be
+// canceled as a losing hedge, or when only a trace can tell whether it
+// reached the wire.
+func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *http.Request) {
+	a := &attempt{n: n, tg: tg}
+	r := c.req
+	ctx := r.Context()
+	if c.p.perTry > 0 {
+		a.timeout, a.timed = c.p.perTry, true
+	}
+	if !c.policyDeadline.IsZero() {
+		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
+			a.timeout, a.timed, a.byDeadline = left, true, true
+		}
+	}
+	if a.timed || !c.resendable || c.hedged {
+		ctx, a.cancel = context.WithCancel(ctx)
+		if !c.resendable {
+			a.traced = true
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+				GetConn: func(string) { a.getConn.Store(true) },
+				GotConn: func(httptrace.GotConnInfo) { a.gotConn.Store(true) },
+			})
+		}
+	}
+	if a.cancel != nil || n > 1 || c.body != nil || c.header != nil {
+		a.ctx = attemptContext{ctx, n}
+		r = r.WithContext(&a.ctx)
+		r.Body = body
+		if c.header != nil {
+			r.Header = c.header
+		}
+	}
+	return a, r
+}
+
+// do sends r for attempt a, bounded by a's timer if it has one. It returns
+// a response or an error, never both.
+func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
+	var timer *time.Timer
+	if a.timed {
+		cancel := a.cancel
+		timer = time.AfterFunc(a.timeout, func() {
+			a.fired.Store(true)
+			cancel()
+		})
+	}
+	resp, err := c.t.base.RoundTrip(r)
+	if timer != nil && !timer.Stop() {
+		a.fired.Store(true)
+		if resp != nil {
+			discard(resp)
+			resp = nil
+		}
+		if a.byDeadline {
+			err = fmt.Errorf("%w: %w", ErrDeadline, context.DeadlineExceeded)
+		} else {
+			err = fmt.Errorf("%w (%v): %w", ErrAttemptTimeout, c.p.perTry, context.DeadlineExceeded)
+		}
+	}
+	return checkOutcome(resp, err)
+}
+
+// checkOutcome holds the base to the RoundTripper contract: exactly one of
+// a response and an error. A response that came with an error is
+// discarded and the error kept.
+func checkOutcome(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil {
+		if resp != nil {
+			discard(resp)
+		}
+		return nil, err
+	}
+	if resp == nil {
+		return nil, errNilResponse
+	}
+	return resp, nil
+}
+
+// deliver hands resp to the caller. An attempt with a context of its own
+// keeps it until the caller closes the body, as http.Client does with its
+// timeout. A 101 response is returned untouched and its context released
+// at once: the upgraded connection belongs to the caller now, and
+// http.Transport no longer watches the request's context.
+func (a *attempt) deliver(resp *http.Response) *http.Response {
+	if a.cancel == nil {
+		return resp
+	}
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		a.cancel()
+		return resp
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: a.cancel}
+	return resp
+}
+
+// end releases the attempt's context, once its response is discarded.
+func (a *attempt) end() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// discard drains and closes resp, if any, and ends the attempt.
+func (a *attempt) discard(resp *http.Response) {
+	if resp != nil {
+		discard(resp)
+	}
+	a.end()
+}
+
+// neverSent reports whether attempt a provably never reached the wire: no
+// connection was obtained, because the transport failed to get one (the
+// trace saw it look) or the error says the dial failed, and no body byte
+// was read.
+func (c *call) neverSent(a *attempt, err error) bool {
+	return err != nil && a.traced && !a.gotConn.Load() &&
+		(a.getConn.Load() || dialFailure(err)) &&
+		(c.body == nil || c.body.untouched())
+}

@@ -1,0 +1,202 @@
+package httpretry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// call is the state of one request across its attempts.
+type call struct {
+	t          *RetryTransport
+	req        *http.Request // the caller's, never modified
+	p          *hostPolicy
+	maxRetries int
+	own        target // the request's own origin
+
+	sent           int           // attempts sent, hedged copies included
+	drawn          int           // attempts drawn on the pool of maxRetries
+	resendable     bool          // the method or a key makes a resend safe
+	hedged         bool          // attempts are hedged: see hedges
+	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
+	body           *replayBody   // nil: no body, or GetBody replays it
+	waitLeft       time.Duration // what is left of the wait budget; negative: unbounded
+	policyDeadline time.Time     // zero: none
+	deadline       time.Time     // the earlier of policyDeadline and the context's; zero: none
+	rng            *rand.Rand    // for the waits; nil: the shared source (tests fix it)
+}
+
+// outcome is what one attempt came back with: a response or an error.
+type outcome struct {
+	a    *attempt
+	resp *http.Response
+	err  error
+}
+
+// sendsAsIs reports whether the first attempt of r can be r itself: no
+// body to record, no context of its own (no timer, no trace, no hedge) and
+// no header to add.
+func sendsAsIs(r *http.Request, p *hostPolicy) bool {
+	return p.untimed &&
+		(r.Body == nil || r.Body == http.NoBody || r.GetBody != nil) &&
+		resendable(r, p.idemHeaders)
+}
+
+// newCall sets up what the attempts after the first need; start is when
+// the first attempt was sent.
+func newCall(t *RetryTransport, r *http.Request, p *hostPolicy, budget *Budget, maxRetries int, start time.Time) *call {
+	c := &call{t: t, req: r, p: p, maxRetries: maxRetries, sent: 1}
+	c.own = target{scheme: r.URL.Scheme, host: r.URL.Host, budget: budget, tried: true}
+	c.resendable = resendable(r, p.idemHeaders)
+	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
+		c.header = r.Header.Clone()
+		if c.header == nil {
+			c.header = make(http.Header, 1)
+		}
+		c.header.Set(p.autoKeyHeader, newIdempotencyKey())
+		c.resendable = true
+	}
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		limit := p.maxReplay
+		if !c.resendable {
+			// It may be resent only if it never left: count, don't keep.
+			limit = 0
+		}
+		c.body = newReplayBody(r.Body, limit, r.ContentLength)
+	}
+	c.hedged = c.hedges()
+	c.waitLeft = p.waitBudget
+	if p.deadline > 0 {
+		c.policyDeadline = start.Add(p.deadline)
+	}
+	c.deadline = c.policyDeadline
+	if d, ok := r.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
+		c.deadline = d
+	}
+	return c
+}
+
+func (c *call) firstBody() io.ReadCloser {
+	if c.body != nil {
+		return c.body.reader() // a fresh body is always replayable
+	}
+	return c.req.Body
+}
+
+// loop judges each outcome and resends while the checks allow it.
+func (c *call) loop(o outcome) (*http.Response, error) {
+	if c.body != nil {
+		defer c.body.finish()
+	}
+	for {
+		if !c.failed(o.resp, o.err) {
+			if o.err != nil {
+				return nil, fmt.Errorf("httpretry: %w", o.err)
+			}
+			return o.a.deliver(o.resp), nil
+		}
+		now := time.Now()
+		tg := o.a.tg
+		tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
+		reason := c.verdict(o)
+		var body io.ReadCloser
+		if reason == 0 {
+			body, reason = c.nextBody(&o)
+		}
+		var wait time.Duration
+		if reason == 0 {
+			wait, reason = c.admit(tg, now, drainBound(o.resp), false)
+			if reason == 0 {
+				reason = c.take(tg, now, wait)
+			}
+			if reason != 0 {
+				closeBody(body)
+			}
+		}
+		if reason != 0 {
+			return c.giveUp(o, reason)
+		}
+		c.emit(Event{Kind: EventRetry, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
+		st := status(o.resp)
+		o.a.discard(o.resp)
+		if reason, err := c.sleep(wait); err != nil {
+			closeBody(body)
+			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, tg)
+			return nil, err
+		}
+		o = c.round(c.sent+1, tg, body)
+	}
+}
+
+// sleep waits d before the next attempt. It fails at once if the wait
+// would cross the deadline, the time taken since the wait was decided
+// (draining, observers) included, and early if the context ends first.
+func (c *call) sleep(d time.Duration) (Reason, error) {
+	if !c.deadline.IsZero() && !time.Now().Add(d).Before(c.deadline) {
+		return ReasonDeadline, fmt.Errorf("httpretry: %s after %d attempt(s): the wait of %v would cross it: %w",
+			ReasonDeadline, c.sent, d, context.DeadlineExceeded)
+	}
+	ctx := c.req.Context()
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return 0, nil
+		case <-ctx.Done():
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		reason := ReasonCanceled
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = ReasonDeadline
+		}
+		return reason, fmt.Errorf("httpretry: context ended while waiting to resend: %w", err)
+	}
+	return 0, nil
+}
+
+// giveUp ends the loop on a failed outcome that is not resent: the caller
+// gets its response, body intact, or its error.
+func (c *call) giveUp(o outcome, reason Reason) (*http.Response, error) {
+	c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Reason: reason}, o.a.tg)
+	if o.resp != nil {
+		return o.a.deliver(o.resp), nil
+	}
+	o.a.end()
+	return nil, c.giveUpError(reason, o.err)
+}
+
+func (c *call) giveUpError(reason Reason, err error) error {
+	if ctxErr := c.req.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", reason, c.sent, err, ctxErr)
+	}
+	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", reason, c.sent, err)
+}
+
+// emit tells the observers of e, which concerns an attempt to tg.
+func (c *call) emit(e Event, tg *target) {
+	if len(c.t.observers) == 0 {
+		return
+	}
+	e.Request = c.req
+	e.Origin = tg.origin()
+	c.t.observers.emit(e)
+}
+
+func status(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+func closeBody(b io.ReadCloser) {
+	if b != nil {
+		b.Close()
+	}
+}
