@@ -240,6 +240,53 @@ type hostRules struct {
 	ports map[string]*hostPolicy
 }
 
+// newPolicyTable validates def and the host options and resolves them once,
+// for RoundTrip to read. Its error is the first bad option's: Validate's
+// message for def, or the host and what is wrong with it.
+func newPolicyTable(def Policy, hosts []hostOption) (policyTable, error) {
+	if err := def.Validate(); err != nil {
+		return policyTable{}, err
+	}
+	t := policyTable{all: resolvePolicy(def)}
+	for _, h := range hosts {
+		name, port, err := splitHostRule(h.host)
+		if err != nil {
+			return policyTable{}, err
+		}
+		if err := h.policy.Validate(); err != nil {
+			return policyTable{}, fmt.Errorf("httpretry: WithHostPolicy(%q): %w", h.host, err)
+		}
+		hp := resolvePolicy(h.policy)
+		if t.hosts == nil {
+			t.hosts = make(map[string]*hostRules)
+		}
+		r := t.hosts[name]
+		if r == nil {
+			r = &hostRules{}
+			t.hosts[name] = r
+		}
+		if port == "" {
+			r.any = hp
+			continue
+		}
+		if r.ports == nil {
+			r.ports = make(map[string]*hostPolicy)
+		}
+		r.ports[port] = hp
+	}
+	return t, nil
+}
+
+// buildPolicies is newPolicyTable for New and Middleware, which panic with
+// its message: a bad option is a programming error, best found at start-up.
+func (c *config) buildPolicies() policyTable {
+	t, err := newPolicyTable(c.policy, c.hosts)
+	if err != nil {
+		panic(err.Error())
+	}
+	return t
+}
+
 func (t *policyTable) lookup(u *url.URL) *hostPolicy {
 	if len(t.hosts) == 0 {
 		return t.all

@@ -155,6 +155,28 @@ func TestNewPanicsWithValidateText(t *testing.T) {
 	assert.NotPanics(t, func() { New(policyTestTransport{}, WithPolicy(DefaultPolicy()), WithPolicy(Policy{})) })
 }
 
+func TestNewPolicyTableErrors(t *testing.T) {
+	bad := Policy{MaxRetries: 17}
+	_, err := newPolicyTable(bad, nil)
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: invalid policy: MaxRetries 17 is outside 0..16", err.Error())
+
+	_, err = newPolicyTable(DefaultPolicy(), []hostOption{{"ok.example", DefaultPolicy()}, {"api.example.com", bad}})
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: WithHostPolicy("api.example.com"): httpretry: invalid policy: MaxRetries 17 is outside 0..16`, err.Error())
+
+	// The first bad option is the one reported, as New reports it.
+	_, err = newPolicyTable(DefaultPolicy(), []hostOption{{"x:abc", bad}, {"y", bad}})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: WithHostPolicy("x:abc"): bad port "abc"`, err.Error())
+
+	table, err := newPolicyTable(Policy{MaxRetries: 1}, []hostOption{{"h:8443", Policy{MaxRetries: 2}}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, table.all.maxRetries)
+	assert.Equal(t, 2, table.hosts["h"].ports["8443"].maxRetries)
+}
+
 func TestResolvePolicyDefaults(t *testing.T) {
 	hp := resolvePolicy(Policy{MaxRetries: 2})
 	assert.Equal(t, 2, hp.maxRetries)
