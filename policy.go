@@ -114,39 +114,61 @@ func DefaultPolicy() Policy {
 // Validate reports every invalid field of p in one error that wraps
 // ErrInvalidPolicy, or nil.
 func (p Policy) Validate() error {
-	var bad []string
-	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	if p.MaxRetries < 0 || p.MaxRetries > MaxRetriesLimit {
-		add("MaxRetries %d is outside 0..%d", p.MaxRetries, MaxRetriesLimit)
-	}
-	for _, s := range p.RetryOn {
-		if s < 100 || s > 599 {
-			add("RetryOn status %d is outside 100..599", s)
-		}
-	}
-	if p.PerTryTimeout < 0 {
-		add("PerTryTimeout %v is negative", p.PerTryTimeout)
-	}
-	if p.Deadline < 0 {
-		add("Deadline %v is negative", p.Deadline)
-	}
-	if p.MaxRetryAfter < 0 {
-		add("MaxRetryAfter %v is negative", p.MaxRetryAfter)
-	}
-	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
-		add("IdempotencyHeader %q is not a header name", h)
-	}
-	if p.Budget.Percent < 0 || p.Budget.Percent > maxBudgetPercent {
-		add("Budget.Percent %d is outside 0..%d", p.Budget.Percent, maxBudgetPercent)
-	}
-	if p.Budget.Window < 0 {
-		add("Budget.Window %v is negative", p.Budget.Window)
-	}
-	bad = append(bad, p.Hedge.problems()...)
+	bad := p.problems()
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrInvalidPolicy, strings.Join(bad, "; "))
+	texts := make([]string, len(bad))
+	for i, b := range bad {
+		texts[i] = b.field + " " + b.text
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidPolicy, strings.Join(texts, "; "))
+}
+
+// problem is one invalid value of a Policy: the field that holds it, named
+// as in Go ("Budget.Percent"), and what is wrong with it ("-5 is outside
+// 0..1000"). Validate prints the field as it is, ParseConfig as its JSON
+// path, so that one check serves both.
+type problem struct{ field, text string }
+
+// problems lists every invalid value of p, in field order.
+func (p Policy) problems() []problem {
+	var bad []problem
+	add := func(field, format string, args ...any) {
+		bad = append(bad, problem{field, fmt.Sprintf(format, args...)})
+	}
+	if p.MaxRetries < 0 || p.MaxRetries > MaxRetriesLimit {
+		add("MaxRetries", "%d is outside 0..%d", p.MaxRetries, MaxRetriesLimit)
+	}
+	for _, s := range p.RetryOn {
+		if s < 100 || s > 599 {
+			add("RetryOn", "status %d is outside 100..599", s)
+		}
+	}
+	if p.PerTryTimeout < 0 {
+		add("PerTryTimeout", "%v is negative", p.PerTryTimeout)
+	}
+	if p.Deadline < 0 {
+		add("Deadline", "%v is negative", p.Deadline)
+	}
+	if p.MaxRetryAfter < 0 {
+		add("MaxRetryAfter", "%v is negative", p.MaxRetryAfter)
+	}
+	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
+		add("IdempotencyHeader", "%q is not a header name", h)
+	}
+	if p.Budget.Percent < 0 || p.Budget.Percent > maxBudgetPercent {
+		add("Budget.Percent", "%d is outside 0..%d", p.Budget.Percent, maxBudgetPercent)
+	}
+	if p.Budget.Window < 0 {
+		add("Budget.Window", "%v is negative", p.Budget.Window)
+	}
+	// Hedge.problems words each one as "Hedge.Field text".
+	for _, s := range p.Hedge.problems() {
+		field, text, _ := strings.Cut(s, " ")
+		bad = append(bad, problem{field, text})
+	}
+	return bad
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

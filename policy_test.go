@@ -136,6 +136,24 @@ func TestPolicyValidateNamesEveryField(t *testing.T) {
 	assert.Equal(t, "httpretry: invalid policy: "+strings.Join(parts, "; "), err.Error())
 }
 
+func TestPolicyProblems(t *testing.T) {
+	p := Policy{
+		MaxRetries: 20,
+		RetryOn:    []int{503, 99},
+		Budget:     BudgetConfig{Window: -time.Second},
+		Hedge:      Hedge{After: -1, Max: 17},
+	}
+	assert.Equal(t, []problem{
+		{"MaxRetries", "20 is outside 0..16"},
+		{"RetryOn", "status 99 is outside 100..599"},
+		{"Budget.Window", "-1s is negative"},
+		{"Hedge.After", "-1ns is negative"},
+		{"Hedge.Max", "17 is outside 0..16"},
+	}, p.problems())
+	assert.Equal(t, []problem{{"Hedge.Max", "2 needs Hedge.After"}}, Policy{Hedge: Hedge{Max: 2}}.problems())
+	assert.Empty(t, DefaultPolicy().problems())
+}
+
 type policyTestTransport struct{}
 
 func (policyTestTransport) RoundTrip(*http.Request) (*http.Response, error) {
