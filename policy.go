@@ -3,10 +3,8 @@ package httpretry
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -168,6 +166,12 @@ func (p Policy) problems() []problem {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
 	}
+	for i, s := range p.Fallbacks {
+		var oe *originError
+		if _, err := parseOrigin(s); errors.As(err, &oe) {
+			add(fmt.Sprintf("Fallbacks[%d]", i), "%q: %s", oe.origin, oe.why)
+		}
+	}
 	return bad
 }
 
@@ -324,41 +328,4 @@ func (t *policyTable) lookup(u *url.URL) *hostPolicy {
 		return r.any
 	}
 	return t.all
-}
-
-// portOf is u's port, or its scheme's default port.
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	return defaultPort(u.Scheme)
-}
-
-func defaultPort(scheme string) string {
-	switch strings.ToLower(scheme) {
-	case "https", "wss":
-		return "443"
-	case "http", "ws":
-		return "80"
-	}
-	return ""
-}
-
-// splitHostRule parses WithHostPolicy's host: "name", "name:port",
-// "[v6]:port", "v6" or "[v6]".
-func splitHostRule(host string) (name, port string, err error) {
-	if host == "" || strings.ContainsAny(host, "/ \t") {
-		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port, with no scheme or path", host)
-	}
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
-			return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): bad port %q", host, p)
-		}
-		return strings.ToLower(h), p, nil
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
-		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port", host)
-	}
-	return strings.ToLower(host), "", nil
 }
