@@ -125,12 +125,11 @@ func defaultPort(scheme string) string {
 
 // splitHostRule parses WithHostPolicy's host: "name", "name:port",
 // "[v6]:port", "v6" or "[v6]". The name is in lower case and without
-// brackets, as policyTable.lookup compares it with URL.Hostname.
+// brackets, as policyTable.lookup compares it with URL.Hostname. The error
+// says what is wrong, for the caller to say where.
 func splitHostRule(host string) (name, port string, err error) {
-	fail := func(why string) (string, string, error) {
-		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): %s", host, why)
-	}
-	if host == "" || strings.ContainsAny(host, "/ \t") {
+	fail := func(why string) (string, string, error) { return "", "", errors.New(why) }
+	if host == "" || strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '/' }) {
 		return fail("want a host or host:port, with no scheme or path")
 	}
 	if h, p, err := net.SplitHostPort(host); err == nil {

@@ -277,7 +277,7 @@ func newPolicyTable(def Policy, hosts []hostOption) (policyTable, error) {
 	for _, h := range hosts {
 		name, port, err := splitHostRule(h.host)
 		if err != nil {
-			return policyTable{}, err
+			return policyTable{}, fmt.Errorf("httpretry: WithHostPolicy(%q): %w", h.host, err)
 		}
 		if err := h.policy.Validate(); err != nil {
 			return policyTable{}, fmt.Errorf("httpretry: WithHostPolicy(%q): %w", h.host, err)
