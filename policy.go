@@ -19,7 +19,8 @@ var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
 // New resolves it once, so changing it afterwards has no effect on a
 // transport. The zero Policy turns retrying off; in a Policy with
 // MaxRetries > 0, a zero Backoff, MaxRetryAfter or MaxReplayBytes, a nil
-// RetryOn and a zero Budget mean their defaults (see DefaultPolicy).
+// RetryOn and a zero Budget mean their defaults (see DefaultPolicy). A
+// Policy reads and writes JSON, RetryIf aside (see ParseConfig).
 type Policy struct {
 	// MaxRetries is the number of resends after the first attempt, at most
 	// 16. 0 turns retrying off: requests pass through untouched, with no
