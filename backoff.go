@@ -1,8 +1,10 @@
 package httpretry
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -64,12 +66,21 @@ func ExponentialJitter(initial, max time.Duration) Backoff {
 }
 
 func checkExponential(name string, initial, max time.Duration) {
+	if why := exponentialProblem(initial, max); why != "" {
+		panic(fmt.Sprintf("httpretry: %s(%v, %v): %s", name, initial, max, why))
+	}
+}
+
+// exponentialProblem says why Exponential and ExponentialJitter refuse
+// these waits, or "".
+func exponentialProblem(initial, max time.Duration) string {
 	if initial <= 0 {
-		panic(fmt.Sprintf("httpretry: %s(%v, %v): the initial wait must be positive", name, initial, max))
+		return "the initial wait must be positive"
 	}
 	if max < initial {
-		panic(fmt.Sprintf("httpretry: %s(%v, %v): max is below the initial wait", name, initial, max))
+		return "max is below the initial wait"
 	}
+	return ""
 }
 
 // WithWaitBudget returns b with a cap on the sum of all waits of one
@@ -181,4 +192,104 @@ func (b Backoff) String() string {
 		s += fmt.Sprintf(".WithWaitBudget(%v)", b.budget)
 	}
 	return s
+}
+
+// MarshalText is b's String form, which UnmarshalText reads back exactly;
+// the zero Backoff gives DefaultBackoff's text. A Backoff is a string in
+// JSON.
+func (b Backoff) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText sets b from its String form: "none", "fixed(d)",
+// "exponential(initial, max)" or "exponentialJitter(initial, max)", then
+// ".WithWaitBudget(total)" or ".Unbudgeted()" if need be, with durations
+// as time.ParseDuration reads them ("100ms", "2s") and spaces around them
+// allowed. Values the constructors would panic on are an error, and b is
+// left as it was.
+func (b *Backoff) UnmarshalText(text []byte) error {
+	v, err := parseBackoff(string(text))
+	if err != nil {
+		return fmt.Errorf("httpretry: backoff %q: %w", text, err)
+	}
+	*b = v
+	return nil
+}
+
+var errBackoffSyntax = errors.New("want none, fixed(d), exponential(initial, max) or exponentialJitter(initial, max), " +
+	"optionally followed by .WithWaitBudget(total) or .Unbudgeted()")
+
+// parseBackoff is the inverse of String.
+func parseBackoff(s string) (Backoff, error) {
+	if s == "none" {
+		return NoBackoff(), nil
+	}
+	name, rest, ok := strings.Cut(s, "(")
+	args, suffix, ok2 := strings.Cut(rest, ")")
+	if !ok || !ok2 {
+		return Backoff{}, errBackoffSyntax
+	}
+	var b Backoff
+	switch name {
+	case "fixed":
+		d, err := parseDurations(name, args, 1)
+		if err != nil {
+			return Backoff{}, err
+		}
+		if d[0] <= 0 {
+			return Backoff{}, errors.New("the wait must be positive; use none for no wait")
+		}
+		b = Fixed(d[0])
+	case "exponential", "exponentialJitter":
+		d, err := parseDurations(name, args, 2)
+		if err != nil {
+			return Backoff{}, err
+		}
+		if why := exponentialProblem(d[0], d[1]); why != "" {
+			return Backoff{}, errors.New(why)
+		}
+		b = Exponential(d[0], d[1])
+		if name == "exponentialJitter" {
+			b = ExponentialJitter(d[0], d[1])
+		}
+	default:
+		return Backoff{}, errBackoffSyntax
+	}
+	if suffix == "" {
+		return b, nil
+	}
+	if suffix == ".Unbudgeted()" {
+		return b.Unbudgeted(), nil
+	}
+	arg, ok := strings.CutPrefix(suffix, ".WithWaitBudget(")
+	arg, ok2 = strings.CutSuffix(arg, ")")
+	if !ok || !ok2 {
+		return Backoff{}, fmt.Errorf("%q is neither .WithWaitBudget(total) nor .Unbudgeted()", suffix)
+	}
+	d, err := parseDurations("WithWaitBudget", arg, 1)
+	if err != nil {
+		return Backoff{}, err
+	}
+	if d[0] < 0 {
+		return Backoff{}, errors.New("the wait budget must not be negative")
+	}
+	return b.WithWaitBudget(d[0]), nil
+}
+
+// parseDurations parses the n comma-separated durations of name's args.
+func parseDurations(name, args string, n int) ([]time.Duration, error) {
+	parts := strings.Split(args, ",")
+	if len(parts) != n {
+		if n == 1 {
+			return nil, fmt.Errorf("%s takes one duration", name)
+		}
+		return nil, fmt.Errorf("%s takes %d durations", name, n)
+	}
+	ds := make([]time.Duration, n)
+	for i, p := range parts {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration", strings.TrimSpace(p))
+		}
+		ds[i] = d
+	}
+	return ds, nil
 }

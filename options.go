@@ -2,7 +2,6 @@ package httpretry
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 )
 
@@ -98,40 +97,4 @@ func newConfig(opts []Option) *config {
 		}
 	}
 	return c
-}
-
-// buildPolicies validates and resolves the options' policies once, for
-// RoundTrip to read. It panics on an invalid policy or host rule.
-func (c *config) buildPolicies() policyTable {
-	if err := c.policy.Validate(); err != nil {
-		panic(err.Error())
-	}
-	t := policyTable{all: resolvePolicy(c.policy)}
-	for _, h := range c.hosts {
-		name, port, err := splitHostRule(h.host)
-		if err != nil {
-			panic(err.Error())
-		}
-		if err := h.policy.Validate(); err != nil {
-			panic(fmt.Sprintf("httpretry: WithHostPolicy(%q): %v", h.host, err))
-		}
-		hp := resolvePolicy(h.policy)
-		if t.hosts == nil {
-			t.hosts = make(map[string]*hostRules)
-		}
-		r := t.hosts[name]
-		if r == nil {
-			r = &hostRules{}
-			t.hosts[name] = r
-		}
-		if port == "" {
-			r.any = hp
-			continue
-		}
-		if r.ports == nil {
-			r.ports = make(map[string]*hostPolicy)
-		}
-		r.ports[port] = hp
-	}
-	return t
 }

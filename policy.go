@@ -3,10 +3,8 @@ package httpretry
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -21,7 +19,8 @@ var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
 // New resolves it once, so changing it afterwards has no effect on a
 // transport. The zero Policy turns retrying off; in a Policy with
 // MaxRetries > 0, a zero Backoff, MaxRetryAfter or MaxReplayBytes, a nil
-// RetryOn and a zero Budget mean their defaults (see DefaultPolicy).
+// RetryOn and a zero Budget mean their defaults (see DefaultPolicy). A
+// Policy reads and writes JSON, RetryIf aside (see ParseConfig).
 type Policy struct {
 	// MaxRetries is the number of resends after the first attempt, at most
 	// 16. 0 turns retrying off: requests pass through untouched, with no
@@ -114,39 +113,67 @@ func DefaultPolicy() Policy {
 // Validate reports every invalid field of p in one error that wraps
 // ErrInvalidPolicy, or nil.
 func (p Policy) Validate() error {
-	var bad []string
-	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	if p.MaxRetries < 0 || p.MaxRetries > MaxRetriesLimit {
-		add("MaxRetries %d is outside 0..%d", p.MaxRetries, MaxRetriesLimit)
-	}
-	for _, s := range p.RetryOn {
-		if s < 100 || s > 599 {
-			add("RetryOn status %d is outside 100..599", s)
-		}
-	}
-	if p.PerTryTimeout < 0 {
-		add("PerTryTimeout %v is negative", p.PerTryTimeout)
-	}
-	if p.Deadline < 0 {
-		add("Deadline %v is negative", p.Deadline)
-	}
-	if p.MaxRetryAfter < 0 {
-		add("MaxRetryAfter %v is negative", p.MaxRetryAfter)
-	}
-	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
-		add("IdempotencyHeader %q is not a header name", h)
-	}
-	if p.Budget.Percent < 0 || p.Budget.Percent > maxBudgetPercent {
-		add("Budget.Percent %d is outside 0..%d", p.Budget.Percent, maxBudgetPercent)
-	}
-	if p.Budget.Window < 0 {
-		add("Budget.Window %v is negative", p.Budget.Window)
-	}
-	bad = append(bad, p.Hedge.problems()...)
+	bad := p.problems()
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrInvalidPolicy, strings.Join(bad, "; "))
+	texts := make([]string, len(bad))
+	for i, b := range bad {
+		texts[i] = b.field + " " + b.text
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidPolicy, strings.Join(texts, "; "))
+}
+
+// problem is one invalid value of a Policy: the field that holds it, named
+// as in Go ("Budget.Percent"), and what is wrong with it ("-5 is outside
+// 0..1000"). Validate prints the field as it is, ParseConfig as its JSON
+// path, so that one check serves both.
+type problem struct{ field, text string }
+
+// problems lists every invalid value of p, in field order.
+func (p Policy) problems() []problem {
+	var bad []problem
+	add := func(field, format string, args ...any) {
+		bad = append(bad, problem{field, fmt.Sprintf(format, args...)})
+	}
+	if p.MaxRetries < 0 || p.MaxRetries > MaxRetriesLimit {
+		add("MaxRetries", "%d is outside 0..%d", p.MaxRetries, MaxRetriesLimit)
+	}
+	for _, s := range p.RetryOn {
+		if s < 100 || s > 599 {
+			add("RetryOn", "status %d is outside 100..599", s)
+		}
+	}
+	if p.PerTryTimeout < 0 {
+		add("PerTryTimeout", "%v is negative", p.PerTryTimeout)
+	}
+	if p.Deadline < 0 {
+		add("Deadline", "%v is negative", p.Deadline)
+	}
+	if p.MaxRetryAfter < 0 {
+		add("MaxRetryAfter", "%v is negative", p.MaxRetryAfter)
+	}
+	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
+		add("IdempotencyHeader", "%q is not a header name", h)
+	}
+	if p.Budget.Percent < 0 || p.Budget.Percent > maxBudgetPercent {
+		add("Budget.Percent", "%d is outside 0..%d", p.Budget.Percent, maxBudgetPercent)
+	}
+	if p.Budget.Window < 0 {
+		add("Budget.Window", "%v is negative", p.Budget.Window)
+	}
+	// Hedge.problems words each one as "Hedge.Field text".
+	for _, s := range p.Hedge.problems() {
+		field, text, _ := strings.Cut(s, " ")
+		bad = append(bad, problem{field, text})
+	}
+	for i, s := range p.Fallbacks {
+		var oe *originError
+		if _, err := parseOrigin(s); errors.As(err, &oe) {
+			add(fmt.Sprintf("Fallbacks[%d]", i), "%q: %s", oe.origin, oe.why)
+		}
+	}
+	return bad
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.
@@ -240,6 +267,53 @@ type hostRules struct {
 	ports map[string]*hostPolicy
 }
 
+// newPolicyTable validates def and the host options and resolves them once,
+// for RoundTrip to read. Its error is the first bad option's: Validate's
+// message for def, or the host and what is wrong with it.
+func newPolicyTable(def Policy, hosts []hostOption) (policyTable, error) {
+	if err := def.Validate(); err != nil {
+		return policyTable{}, err
+	}
+	t := policyTable{all: resolvePolicy(def)}
+	for _, h := range hosts {
+		name, port, err := splitHostRule(h.host)
+		if err != nil {
+			return policyTable{}, fmt.Errorf("httpretry: WithHostPolicy(%q): %w", h.host, err)
+		}
+		if err := h.policy.Validate(); err != nil {
+			return policyTable{}, fmt.Errorf("httpretry: WithHostPolicy(%q): %w", h.host, err)
+		}
+		hp := resolvePolicy(h.policy)
+		if t.hosts == nil {
+			t.hosts = make(map[string]*hostRules)
+		}
+		r := t.hosts[name]
+		if r == nil {
+			r = &hostRules{}
+			t.hosts[name] = r
+		}
+		if port == "" {
+			r.any = hp
+			continue
+		}
+		if r.ports == nil {
+			r.ports = make(map[string]*hostPolicy)
+		}
+		r.ports[port] = hp
+	}
+	return t, nil
+}
+
+// buildPolicies is newPolicyTable for New and Middleware, which panic with
+// its message: a bad option is a programming error, best found at start-up.
+func (c *config) buildPolicies() policyTable {
+	t, err := newPolicyTable(c.policy, c.hosts)
+	if err != nil {
+		panic(err.Error())
+	}
+	return t
+}
+
 func (t *policyTable) lookup(u *url.URL) *hostPolicy {
 	if len(t.hosts) == 0 {
 		return t.all
@@ -255,41 +329,4 @@ func (t *policyTable) lookup(u *url.URL) *hostPolicy {
 		return r.any
 	}
 	return t.all
-}
-
-// portOf is u's port, or its scheme's default port.
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	return defaultPort(u.Scheme)
-}
-
-func defaultPort(scheme string) string {
-	switch strings.ToLower(scheme) {
-	case "https", "wss":
-		return "443"
-	case "http", "ws":
-		return "80"
-	}
-	return ""
-}
-
-// splitHostRule parses WithHostPolicy's host: "name", "name:port",
-// "[v6]:port", "v6" or "[v6]".
-func splitHostRule(host string) (name, port string, err error) {
-	if host == "" || strings.ContainsAny(host, "/ \t") {
-		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port, with no scheme or path", host)
-	}
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
-			return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): bad port %q", host, p)
-		}
-		return strings.ToLower(h), p, nil
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
-		return "", "", fmt.Errorf("httpretry: WithHostPolicy(%q): want a host or host:port", host)
-	}
-	return strings.ToLower(host), "", nil
 }

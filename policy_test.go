@@ -88,6 +88,13 @@ func TestPolicyValidate(t *testing.T) {
 		{"Budget.MinRetries negative", func(p *Policy) { p.Budget.MinRetries = -1 }, ""},
 		{"Budget.Window", func(p *Policy) { p.Budget.Window = -time.Second }, "Budget.Window -1s is negative"},
 		{"Budget.Disabled", func(p *Policy) { p.Budget.Disabled = true }, ""},
+		{"Fallbacks", func(p *Policy) {
+			p.Fallbacks = []string{"https://b.example", "http://10.0.0.7:8080/", "HTTPS://B.example:443"}
+		}, ""},
+		{"Fallbacks ftp", func(p *Policy) { p.Fallbacks = []string{"https://b.example", "ftp://x"} }, `Fallbacks[1] "ftp://x": scheme "ftp" is not http or https`},
+		{"Fallbacks no scheme", func(p *Policy) { p.Fallbacks = []string{"b.example:8080"} }, `Fallbacks[0] "b.example:8080": want "http://" or "https://" and a host`},
+		{"Fallbacks path", func(p *Policy) { p.Fallbacks = []string{"https://b.example/v1"} }, `Fallbacks[0] "https://b.example/v1": an origin has no path, not "/v1"`},
+		{"Fallbacks user info", func(p *Policy) { p.Fallbacks = []string{"https://u:pw@b.example"} }, `Fallbacks[0] "https://xxxxx@b.example": an origin has no user info`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +125,7 @@ func TestPolicyValidateNamesEveryField(t *testing.T) {
 		MaxRetryAfter:     -3,
 		IdempotencyHeader: "a b",
 		Budget:            BudgetConfig{Percent: -1, Window: -4},
+		Fallbacks:         []string{"https://ok.example", "", "https://x?q"},
 	}
 	err := p.Validate()
 	require.Error(t, err)
@@ -132,8 +140,28 @@ func TestPolicyValidateNamesEveryField(t *testing.T) {
 		`IdempotencyHeader "a b" is not a header name`,
 		"Budget.Percent -1 is outside 0..1000",
 		"Budget.Window -4ns is negative",
+		`Fallbacks[1] "": want "http://" or "https://" and a host`,
+		`Fallbacks[2] "https://x?q": an origin has no query`,
 	}
 	assert.Equal(t, "httpretry: invalid policy: "+strings.Join(parts, "; "), err.Error())
+}
+
+func TestPolicyProblems(t *testing.T) {
+	p := Policy{
+		MaxRetries: 20,
+		RetryOn:    []int{503, 99},
+		Budget:     BudgetConfig{Window: -time.Second},
+		Hedge:      Hedge{After: -1, Max: 17},
+	}
+	assert.Equal(t, []problem{
+		{"MaxRetries", "20 is outside 0..16"},
+		{"RetryOn", "status 99 is outside 100..599"},
+		{"Budget.Window", "-1s is negative"},
+		{"Hedge.After", "-1ns is negative"},
+		{"Hedge.Max", "17 is outside 0..16"},
+	}, p.problems())
+	assert.Equal(t, []problem{{"Hedge.Max", "2 needs Hedge.After"}}, Policy{Hedge: Hedge{Max: 2}}.problems())
+	assert.Empty(t, DefaultPolicy().problems())
 }
 
 type policyTestTransport struct{}
@@ -153,6 +181,28 @@ func TestNewPanicsWithValidateText(t *testing.T) {
 	assert.Panics(t, func() { New(policyTestTransport{}, WithHostPolicy("api.example.com", bad)) })
 
 	assert.NotPanics(t, func() { New(policyTestTransport{}, WithPolicy(DefaultPolicy()), WithPolicy(Policy{})) })
+}
+
+func TestNewPolicyTableErrors(t *testing.T) {
+	bad := Policy{MaxRetries: 17}
+	_, err := newPolicyTable(bad, nil)
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: invalid policy: MaxRetries 17 is outside 0..16", err.Error())
+
+	_, err = newPolicyTable(DefaultPolicy(), []hostOption{{"ok.example", DefaultPolicy()}, {"api.example.com", bad}})
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: WithHostPolicy("api.example.com"): httpretry: invalid policy: MaxRetries 17 is outside 0..16`, err.Error())
+
+	// The first bad option is the one reported, as New reports it.
+	_, err = newPolicyTable(DefaultPolicy(), []hostOption{{"x:abc", bad}, {"y", bad}})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: WithHostPolicy("x:abc"): bad port "abc"`, err.Error())
+
+	table, err := newPolicyTable(Policy{MaxRetries: 1}, []hostOption{{"h:8443", Policy{MaxRetries: 2}}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, table.all.maxRetries)
+	assert.Equal(t, 2, table.hosts["h"].ports["8443"].maxRetries)
 }
 
 func TestResolvePolicyDefaults(t *testing.T) {
@@ -186,51 +236,6 @@ func TestResolvePolicyDefaults(t *testing.T) {
 	hp = resolvePolicy(Policy{MaxRetries: 1, AutoIdempotencyKey: true, Backoff: Fixed(time.Second).Unbudgeted()})
 	assert.Equal(t, "Idempotency-Key", hp.autoKeyHeader)
 	assert.Equal(t, time.Duration(-1), hp.waitBudget)
-}
-
-func TestSplitHostRule(t *testing.T) {
-	tests := []struct {
-		host     string
-		name     string
-		port     string
-		wantErr  bool
-		errMatch string
-	}{
-		{host: "api.example.com", name: "api.example.com"},
-		{host: "API.example.com:8443", name: "api.example.com", port: "8443"},
-		{host: "127.0.0.1", name: "127.0.0.1"},
-		{host: "127.0.0.1:80", name: "127.0.0.1", port: "80"},
-		{host: "[::1]:8080", name: "::1", port: "8080"},
-		{host: "::1", name: "::1"},
-		{host: "[::1]", name: "::1"},
-		{host: "[FE80::1]:443", name: "fe80::1", port: "443"},
-		{host: "2001:DB8::1", name: "2001:db8::1"},
-		{host: "", wantErr: true, errMatch: `WithHostPolicy(""): want a host or host:port, with no scheme or path`},
-		{host: "http://x", wantErr: true, errMatch: `WithHostPolicy("http://x"): want a host or host:port, with no scheme or path`},
-		{host: "x/y", wantErr: true, errMatch: `WithHostPolicy("x/y")`},
-		{host: "x y", wantErr: true, errMatch: `WithHostPolicy("x y")`},
-		{host: "x:abc", wantErr: true, errMatch: `WithHostPolicy("x:abc"): bad port "abc"`},
-		{host: "x:", wantErr: true, errMatch: `bad port ""`},
-		{host: "x:-1", wantErr: true, errMatch: `bad port "-1"`},
-		{host: "[::1]:", wantErr: true, errMatch: `bad port ""`},
-		{host: "a:b:c", wantErr: true, errMatch: "want a host or host:port"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.host, func(t *testing.T) {
-			name, port, err := splitHostRule(tt.host)
-			if tt.wantErr {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.errMatch)
-				assert.True(t, strings.HasPrefix(err.Error(), "httpretry: "), err.Error())
-				assert.Empty(t, name)
-				assert.Empty(t, port)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.name, name)
-			assert.Equal(t, tt.port, port)
-		})
-	}
 }
 
 func TestPolicyTableLookup(t *testing.T) {
@@ -385,14 +390,4 @@ func TestStatusSet(t *testing.T) {
 		require.False(t, empty.has(c), "empty has(%d)", c)
 	}
 	assert.Panics(t, func() { s.add(640) }, "add beyond the set is a programming error Validate prevents")
-}
-
-func TestHostRulePortMustBeAPort(t *testing.T) {
-	for _, host := range []string{"x:99999", "x:0", "x:-1", "x:"} {
-		_, _, err := splitHostRule(host)
-		assert.Error(t, err, host)
-	}
-	_, port, err := splitHostRule("x:65535")
-	require.NoError(t, err)
-	assert.Equal(t, "65535", port)
 }

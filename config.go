@@ -1,0 +1,142 @@
+package httpretry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Config is a transport's policies as a configuration file holds them: the
+// policy of every host, and the policies of some hosts, keyed as
+// WithHostPolicy takes them ("api.example.com", "api.example.com:8443").
+// Read one with ParseConfig; apply it with Options.
+type Config struct {
+	Default Policy            `json:"default"`
+	Hosts   map[string]Policy `json:"hosts"`
+}
+
+// ParseConfig reads a Config from JSON such as
+//
+//	{"default": {"maxRetries": 2, "perTryTimeout": "2s"},
+//	 "hosts": {"payments.example.com": {"autoIdempotencyKey": true}}}
+//
+// A field left out of default takes DefaultPolicy's value, so {} is the
+// default policy and "maxRetries": 0 turns retrying off. A host's entry
+// starts from default: the fields it names replace default's, field by
+// field, inside budget and hedge too. Field names are Policy's in lower
+// camel case, matched exactly; durations are Go duration strings ("250ms"),
+// a backoff is its String form ("exponentialJitter(100ms, 2s)"), and null
+// makes retryOn or fallbacks nil.
+//
+// Every policy is validated as New would, and every host key parsed as
+// WithHostPolicy would: a Config that ParseConfig returns never makes New
+// panic. The error lists every problem, each under its JSON path
+// (`hosts["api.example.com"].maxRetries: 20 is outside 0..16`): unknown
+// fields, values of the wrong type, malformed durations and backoffs, and
+// invalid values, for which it wraps ErrInvalidPolicy.
+func ParseConfig(data []byte) (Config, error) {
+	var d decoder
+	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
+		d.addf("", "%s", syntaxProblem(data, err))
+		return Config{}, d.err("config")
+	}
+	var defaults, hosts json.RawMessage
+	for _, m := range d.members(data, "", nil) {
+		switch m.name {
+		case "default":
+			defaults = m.value
+		case "hosts":
+			hosts = m.value
+		default:
+			d.addf(m.name, "unknown field; want default or hosts")
+		}
+	}
+	cfg := Config{Default: DefaultPolicy()}
+	if defaults != nil && string(defaults) != "null" {
+		d.object(defaults, "default", cfg.Default.jsonFields())
+	}
+	defaultBad := cfg.Default.problems()
+	d.validate("default", defaultBad)
+	if hosts != nil && string(hosts) != "null" {
+		cfg.Hosts = d.hosts(hosts, cfg.Default, defaultBad)
+	}
+	if err := d.err("config"); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// UnmarshalJSON reads c as ParseConfig does, so that a Config inside a
+// larger configuration gets the same defaults and checks; null leaves c as
+// it is. On error c is left as it was.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return err
+	}
+	*c = cfg
+	return nil
+}
+
+// hosts decodes the host entries, each over a copy of def. A problem that
+// def has too is reported once, under default.
+func (d *decoder) hosts(data []byte, def Policy, defaultBad []problem) map[string]Policy {
+	type rule struct{ name, port string }
+	ruleKeys := make(map[rule]string)
+	policies := make(map[string]Policy)
+	for _, m := range d.members(data, "hosts", hostPath) {
+		path := hostPath(m.name)
+		name, port, err := splitHostRule(m.name)
+		if err != nil {
+			d.invalidf(path, "%v", err)
+		} else if earlier, ok := ruleKeys[rule{name, port}]; ok {
+			d.invalidf(path, "the same host as hosts[%q]", earlier)
+		} else {
+			ruleKeys[rule{name, port}] = m.name
+		}
+		p := def
+		p.RetryOn = slices.Clone(def.RetryOn)
+		p.Fallbacks = slices.Clone(def.Fallbacks)
+		if string(m.value) != "null" {
+			d.object(m.value, path, p.jsonFields())
+		}
+		d.validate(path, slices.DeleteFunc(p.problems(), func(b problem) bool {
+			return slices.Contains(defaultBad, b)
+		}))
+		policies[m.name] = p
+	}
+	return policies
+}
+
+// hostPath is the JSON path of a host's entry.
+func hostPath(host string) string { return fmt.Sprintf("hosts[%q]", host) }
+
+// syntaxProblem words a JSON syntax error with its line and column.
+func syntaxProblem(data []byte, err error) string {
+	se, ok := err.(*json.SyntaxError)
+	if !ok || se.Offset == 0 {
+		return "invalid JSON: " + err.Error()
+	}
+	before := data[:se.Offset-1]
+	line := 1 + bytes.Count(before, []byte{'\n'})
+	column := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, column, err)
+}
+
+// Options is c as options for New or Middleware: WithPolicy(c.Default),
+// then WithHostPolicy for each host in sorted order. Reload a configuration
+// into a new transport that shares the old one's budgets with
+//
+//	New(base, append(c.Options(), WithBudgets(budgets))...)
+func (c Config) Options() []Option {
+	opts := []Option{WithPolicy(c.Default)}
+	for _, host := range slices.Sorted(maps.Keys(c.Hosts)) {
+		opts = append(opts, WithHostPolicy(host, c.Hosts[host]))
+	}
+	return opts
+}

@@ -1,0 +1,291 @@
+package httpretry
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseConfigLeftOutIsDefault(t *testing.T) {
+	for _, doc := range []string{`{}`, `{"default": {}}`, `{"default": null, "hosts": null}`, `{"hosts": {}}`} {
+		cfg, err := ParseConfig([]byte(doc))
+		require.NoError(t, err, doc)
+		assert.Equal(t, DefaultPolicy(), cfg.Default, doc)
+		assert.Empty(t, cfg.Hosts, doc)
+	}
+
+	cfg, err := ParseConfig([]byte(`{"default": {"maxRetries": 0, "budget": {"percent": 5}}}`))
+	require.NoError(t, err)
+	want := DefaultPolicy()
+	want.MaxRetries = 0
+	want.Budget.Percent = 5
+	assert.Equal(t, want, cfg.Default, "0 turns retrying off; the rest of budget is default's")
+}
+
+func TestParseConfigHostStartsFromDefault(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{
+		"hosts": {
+			"api.example.com": {"maxRetries": 1, "budget": {"window": "1m"}, "hedge": {"max": 3}},
+			"payments.example.com:8443": {"autoIdempotencyKey": true, "retryOn": [503], "fallbacks": null}
+		},
+		"default": {
+			"backoff": "fixed(200ms)",
+			"retryOn": [500, 503],
+			"budget": {"percent": 50},
+			"hedge": {"after": "300ms"},
+			"fallbacks": ["https://standby.example.com"]
+		}
+	}`))
+	require.NoError(t, err)
+	def := DefaultPolicy()
+	def.Backoff = Fixed(200 * time.Millisecond)
+	def.RetryOn = []int{500, 503}
+	def.Budget.Percent = 50
+	def.Hedge.After = 300 * time.Millisecond
+	def.Fallbacks = []string{"https://standby.example.com"}
+	assert.Equal(t, def, cfg.Default)
+
+	api := def
+	api.MaxRetries = 1
+	api.Budget.Window = time.Minute
+	api.Hedge.Max = 3
+	payments := def
+	payments.AutoIdempotencyKey = true
+	payments.RetryOn = []int{503}
+	payments.Fallbacks = nil
+	assert.Equal(t, map[string]Policy{"api.example.com": api, "payments.example.com:8443": payments}, cfg.Hosts)
+
+	// A host's lists are its own.
+	cfg.Hosts["api.example.com"].RetryOn[0] = 429
+	cfg.Hosts["api.example.com"].Fallbacks[0] = "https://other.example.com"
+	assert.Equal(t, def, cfg.Default)
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		want    []string
+		invalid bool // wraps ErrInvalidPolicy
+	}{
+		{
+			name: "every problem at once",
+			doc: `{
+				"default": {"maxRetries": 20, "perTryTimeout": "fast", "budget": {"percent": -5, "windw": "1s"}},
+				"hosts": {
+					"api.example.com": {"maxRetries": 17, "backoff": "exponential(2s, 1s)", "retryOn": [503, 99]},
+					"x:abc": {"hedge": {"max": 2, "after": "0s"}},
+					"API.example.com": {},
+					"b.example": {"fallbacks": ["https://ok.example", "ftp://x"], "idempotencyHeader": "a b"}
+				},
+				"retries": 3
+			}`,
+			want: []string{
+				`retries: unknown field; want default or hosts`,
+				`default.perTryTimeout: "fast": want a duration such as "250ms"`,
+				`default.budget.windw: unknown field`,
+				`default.maxRetries: 20 is outside 0..16`,
+				`default.budget.percent: -5 is outside 0..1000`,
+				`hosts["api.example.com"].backoff: "exponential(2s, 1s)": max is below the initial wait`,
+				`hosts["api.example.com"].maxRetries: 17 is outside 0..16`,
+				`hosts["api.example.com"].retryOn: status 99 is outside 100..599`,
+				`hosts["x:abc"]: bad port "abc"`,
+				`hosts["x:abc"].hedge.max: 2 needs Hedge.After`,
+				`hosts["API.example.com"]: the same host as hosts["api.example.com"]`,
+				`hosts["b.example"].idempotencyHeader: "a b" is not a header name`,
+				`hosts["b.example"].fallbacks[1]: "ftp://x": scheme "ftp" is not http or https`,
+			},
+			invalid: true,
+		},
+		{
+			name:    "decoding only",
+			doc:     `{"default": {"maxRetries": "3"}, "hosts": {"a": {"budget": 5}, "a": {}}}`,
+			want:    []string{`default.maxRetries: "3": want an integer`, `hosts["a"]: given twice`, `hosts["a"].budget: 5: want an object`},
+			invalid: false,
+		},
+		{
+			name:    "host key only",
+			doc:     `{"hosts": {"https://api.example.com": {}, "": {}}}`,
+			want:    []string{`hosts["https://api.example.com"]: want a host or host:port, with no scheme or path`, `hosts[""]: want a host or host:port, with no scheme or path`},
+			invalid: true,
+		},
+		{name: "not an object", doc: `[]`, want: []string{`[]: want an object`}},
+		{name: "null", doc: `null`, want: []string{`null: want an object`}},
+		{name: "hosts not an object", doc: `{"hosts": ["a"]}`, want: []string{`hosts: ["a"]: want an object`}},
+		{name: "empty", doc: ``, want: []string{`invalid JSON: unexpected end of JSON input`}},
+		{name: "syntax", doc: "{\n  \"default\": {\n    \"maxRetries\": 3,\n  }\n}",
+			want: []string{`invalid JSON at line 4, column 3: invalid character '}' looking for beginning of object key string`}},
+		{name: "trailing", doc: `{} {}`, want: []string{`invalid JSON at line 1, column 4: invalid character '{' after top-level value`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.doc))
+			require.Error(t, err)
+			assert.Zero(t, cfg)
+			assert.Equal(t, "httpretry: config: "+strings.Join(tt.want, "; "), err.Error())
+			assert.Equal(t, tt.invalid, errors.Is(err, ErrInvalidPolicy))
+		})
+	}
+}
+
+func TestParseConfigReportsDefaultsProblemOnce(t *testing.T) {
+	_, err := ParseConfig([]byte(`{"default": {"maxRetries": 20}, "hosts": {"a": {"deadline": "-1s"}, "b": {"maxRetries": 17}}}`))
+	require.Error(t, err)
+	assert.Equal(t, `httpretry: config: default.maxRetries: 20 is outside 0..16; `+
+		`hosts["a"].deadline: -1s is negative; hosts["b"].maxRetries: 17 is outside 0..16`, err.Error())
+}
+
+func TestConfigJSONRoundTrip(t *testing.T) {
+	policies := jsonPolicies()
+	for name, p := range policies {
+		if p.Validate() != nil {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{Default: p, Hosts: map[string]Policy{"api.example.com": policies["default"], "b.example:8443": p}}
+			data, err := json.Marshal(cfg)
+			require.NoError(t, err)
+			got, err := ParseConfig(data)
+			require.NoError(t, err, string(data))
+			assert.Equal(t, cfg, got)
+		})
+	}
+}
+
+func TestConfigUnmarshalJSON(t *testing.T) {
+	var file struct {
+		Listen string `json:"listen"`
+		Retry  Config `json:"retry"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(`{"listen": ":8080", "retry": {"hosts": {"a": {"maxRetries": 1}}}}`), &file))
+	assert.Equal(t, DefaultPolicy(), file.Retry.Default, "the same defaults as ParseConfig")
+	assert.Equal(t, 1, file.Retry.Hosts["a"].MaxRetries)
+	assert.Equal(t, DefaultBackoff, file.Retry.Hosts["a"].Backoff)
+
+	before := file.Retry
+	err := json.Unmarshal([]byte(`{"retry": {"default": {"maxRetries": -1}}}`), &file)
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: config: default.maxRetries: -1 is outside 0..16", err.Error())
+	assert.Equal(t, before, file.Retry, "unchanged on error")
+	require.NoError(t, json.Unmarshal([]byte(`{"retry": null}`), &file))
+	assert.Equal(t, before, file.Retry)
+}
+
+func TestConfigOptions(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"default": {"maxRetries": 1}, "hosts": {
+		"api.example.com": {"maxRetries": 2}, "api.example.com:8443": {"maxRetries": 3}, "[::1]:8080": {"maxRetries": 4}}}`))
+	require.NoError(t, err)
+	opts := cfg.Options()
+	require.Len(t, opts, 4)
+	var c config
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	assert.Equal(t, cfg.Default, c.policy)
+	assert.Equal(t, []hostOption{{"[::1]:8080", cfg.Hosts["[::1]:8080"]}, {"api.example.com", cfg.Hosts["api.example.com"]},
+		{"api.example.com:8443", cfg.Hosts["api.example.com:8443"]}}, c.hosts, "hosts in sorted order")
+
+	rt := New(policyTestTransport{}, opts...)
+	for url, want := range map[string]int{
+		"https://api.example.com/":      2,
+		"https://api.example.com:8443/": 3,
+		"http://[::1]:8080/":            4,
+		"https://other.example.com/":    1,
+	} {
+		u := mustURL(t, url)
+		assert.Equal(t, want, rt.policies.lookup(u).maxRetries, url)
+	}
+	assert.Len(t, Config{}.Options(), 1)
+}
+
+// TestConfigReloadKeepsBudgets reloads a configuration into a new
+// transport that shares the first one's budgets: the counts of the window
+// carry over, and the new budget config applies.
+func TestConfigReloadKeepsBudgets(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	host := mustURL(t, up.URL).Host
+	budgets := NewBudgets()
+	load := func(doc string) *http.Client {
+		cfg, err := ParseConfig([]byte(doc))
+		require.NoError(t, err)
+		return &http.Client{Transport: New(nil, append(cfg.Options(), WithBudgets(budgets))...)}
+	}
+	get := func(c *http.Client) {
+		resp, err := c.Get(up.URL)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	}
+	first := load(`{"default": {"maxRetries": 2, "backoff": "none", "budget": {"minRetries": 3, "window": "1h"}}}`)
+	get(first)
+	assert.Equal(t, int64(3), up.calls.Load())
+	cfg := BudgetConfig{Percent: 20, MinRetries: 3, Window: time.Hour}
+	assert.Equal(t, 1, budgets.For(host, cfg).Stats().Requests)
+	assert.Equal(t, 2, budgets.For(host, cfg).Stats().Retries)
+
+	reloaded := load(`{"default": {"maxRetries": 2, "backoff": "none", "budget": {"minRetries": 3, "window": "1h"}}}`)
+	get(reloaded)
+	assert.Equal(t, int64(5), up.calls.Load(), "one resend left in the shared budget")
+	assert.Equal(t, 2, budgets.For(host, cfg).Stats().Requests)
+	assert.Equal(t, 3, budgets.For(host, cfg).Stats().Retries)
+	reloaded.CloseIdleConnections()
+	first.CloseIdleConnections()
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
+}
+
+// FuzzParseConfig checks that ParseConfig never panics, that a Config it
+// returns never makes New panic, and that it reads its own JSON back as
+// the same Config.
+func FuzzParseConfig(f *testing.F) {
+	for _, doc := range []string{
+		`{}`,
+		`{"default": {"maxRetries": 2, "backoff": "fixed(1s).Unbudgeted()", "retryOn": [], "budget": {"window": "1m"}}}`,
+		`{"hosts": {"api.example.com": {"maxRetries": 1, "hedge": {"after": "10ms", "max": 2}}, "[::1]:8080": null}}`,
+		`{"default": {"fallbacks": ["https://b.example", "http://10.0.0.7:8080/"]}, "hosts": {"b.example": {"fallbacks": null}}}`,
+		`{"default": {"maxRetries": 20, "perTryTimeout": "fast"}, "hosts": {"x:abc": {}, "X:ABC": {"bogus": 1}}}`,
+	} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "httpretry: config: ") {
+				t.Fatalf("error %q lacks its prefix", err)
+			}
+			return
+		}
+		New(fzConstBase{}, cfg.Options()...) // must not panic
+		text, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("Marshal(%+v): %v", cfg, err)
+		}
+		again, err := ParseConfig(text)
+		if err != nil {
+			t.Fatalf("ParseConfig of its own output %s: %v", text, err)
+		}
+		if len(cfg.Hosts) == 0 {
+			cfg.Hosts = nil // "hosts": {} and null read the same
+		}
+		if len(again.Hosts) == 0 {
+			again.Hosts = nil
+		}
+		if !assert.ObjectsAreEqual(cfg, again) {
+			t.Fatalf("ParseConfig(%s) = %+v,\nits text %s reads as %+v", data, cfg, text, again)
+		}
+	})
+}

@@ -1,0 +1,391 @@
+package httpretry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// JSON: every field of Policy but RetryIf, named in lower camel case;
+// durations as Go duration strings ("250ms"), a Backoff as its String form.
+// Decoding goes over the values the receiver already holds, rejects unknown
+// fields, and reports every problem it finds, each under its JSON path.
+
+// jsonField is one member of a JSON object and the Go field it stands for:
+// ptr is *int, *int64, *bool, *string, *time.Duration, *[]int, *[]string,
+// *Backoff, *BudgetConfig or *Hedge.
+type jsonField struct {
+	name string
+	ptr  any
+}
+
+func (p *Policy) jsonFields() []jsonField {
+	return []jsonField{
+		{"maxRetries", &p.MaxRetries},
+		{"backoff", &p.Backoff},
+		{"retryOn", &p.RetryOn},
+		{"perTryTimeout", &p.PerTryTimeout},
+		{"deadline", &p.Deadline},
+		{"maxRetryAfter", &p.MaxRetryAfter},
+		{"maxReplayBytes", &p.MaxReplayBytes},
+		{"idempotencyHeader", &p.IdempotencyHeader},
+		{"autoIdempotencyKey", &p.AutoIdempotencyKey},
+		{"budget", &p.Budget},
+		{"hedge", &p.Hedge},
+		{"fallbacks", &p.Fallbacks},
+	}
+}
+
+func (c *BudgetConfig) jsonFields() []jsonField {
+	return []jsonField{
+		{"percent", &c.Percent},
+		{"minRetries", &c.MinRetries},
+		{"window", &c.Window},
+		{"disabled", &c.Disabled},
+	}
+}
+
+func (h *Hedge) jsonFields() []jsonField {
+	return []jsonField{{"after", &h.After}, {"max", &h.Max}}
+}
+
+// MarshalJSON writes every field of p but RetryIf, so that the text read
+// back gives p whatever it is decoded over. A nil RetryOn or Fallbacks is
+// null; the zero Backoff is DefaultBackoff's text.
+func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object over the values p already holds: a
+// field left out keeps its value, and null leaves a field as it is, except
+// that it makes RetryOn or Fallbacks nil. Names are matched exactly; an
+// unknown field, a value of the wrong type, a malformed duration or
+// Backoff is an error, every one of them named in it, and p is then left as
+// it was. Values are not validated here: New and ParseConfig do that.
+func (p *Policy) UnmarshalJSON(data []byte) error {
+	q := *p
+	if err := unmarshalObject("policy", data, q.jsonFields()); err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// MarshalJSON writes every field of c, the window as a duration string.
+func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object over the values c already holds, as
+// Policy.UnmarshalJSON does.
+func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
+	q := *c
+	if err := unmarshalObject("budget", data, q.jsonFields()); err != nil {
+		return err
+	}
+	*c = q
+	return nil
+}
+
+// MarshalJSON writes every field of h, After as a duration string.
+func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object over the values h already holds, as
+// Policy.UnmarshalJSON does.
+func (h *Hedge) UnmarshalJSON(data []byte) error {
+	q := *h
+	if err := unmarshalObject("hedge", data, q.jsonFields()); err != nil {
+		return err
+	}
+	*h = q
+	return nil
+}
+
+func marshalObject(fields []jsonField) ([]byte, error) {
+	buf := []byte{'{'}
+	for i, f := range fields {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"')
+		buf = append(buf, f.name...)
+		buf = append(buf, '"', ':')
+		v := f.ptr
+		if d, ok := v.(*time.Duration); ok {
+			v = d.String()
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, data...)
+	}
+	return append(buf, '}'), nil
+}
+
+// unmarshalObject decodes data over fields, as the UnmarshalJSON methods
+// do; what names the value in the error ("policy").
+func unmarshalObject(what string, data []byte, fields []jsonField) error {
+	if string(data) == "null" {
+		return nil // by convention, as encoding/json treats null
+	}
+	var d decoder
+	if !json.Valid(data) {
+		d.addf("", "invalid JSON")
+	} else {
+		d.object(data, "", fields)
+	}
+	return d.err(what)
+}
+
+// jsonError is every problem found in one JSON document, each prefixed by
+// its path. It wraps ErrInvalidPolicy when some value decoded but is
+// invalid.
+type jsonError struct {
+	what     string
+	problems []string
+	invalid  bool
+}
+
+func (e *jsonError) Error() string {
+	return "httpretry: " + e.what + ": " + strings.Join(e.problems, "; ")
+}
+
+func (e *jsonError) Unwrap() error {
+	if e.invalid {
+		return ErrInvalidPolicy
+	}
+	return nil
+}
+
+// decoder decodes JSON values into Go fields and collects every problem
+// under its JSON path, instead of stopping at the first.
+type decoder struct {
+	problems []string
+	invalid  bool
+}
+
+// addf records a problem with the JSON itself at path.
+func (d *decoder) addf(path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	d.problems = append(d.problems, msg)
+}
+
+// invalidf records a value that decoded but is invalid.
+func (d *decoder) invalidf(path, format string, args ...any) {
+	d.addf(path, format, args...)
+	d.invalid = true
+}
+
+// validate records Validate's problems of the policy at path under their
+// JSON names.
+func (d *decoder) validate(path string, bad []problem) {
+	for _, b := range bad {
+		d.invalidf(joinPath(path, jsonName(b.field)), "%s", b.text)
+	}
+}
+
+func (d *decoder) err(what string) error {
+	if len(d.problems) == 0 {
+		return nil
+	}
+	return &jsonError{what, d.problems, d.invalid}
+}
+
+// member is one name and value of a JSON object, in document order.
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// members splits the JSON object at path into its members, reporting
+// anything else. A name given twice is reported under at(name) and only
+// its first value kept; a nil at names it as an object's field.
+func (d *decoder) members(data []byte, path string, at func(name string) string) []member {
+	if at == nil {
+		at = func(name string) string { return joinPath(path, name) }
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		d.addf(path, "%s: want an object", excerpt(data))
+		return nil
+	}
+	var ms []member
+	seen := make(map[string]bool)
+	for dec.More() {
+		tok, err := dec.Token()
+		name, _ := tok.(string)
+		var value json.RawMessage
+		if err == nil {
+			err = dec.Decode(&value)
+		}
+		if err != nil {
+			d.addf(path, "invalid JSON: %v", err)
+			return nil
+		}
+		if seen[name] {
+			d.addf(at(name), "given twice")
+			continue
+		}
+		seen[name] = true
+		ms = append(ms, member{name, value})
+	}
+	return ms
+}
+
+// object decodes the members of a JSON object into fields.
+func (d *decoder) object(data []byte, path string, fields []jsonField) {
+	for _, m := range d.members(data, path, nil) {
+		at := joinPath(path, m.name)
+		i := 0
+		for i < len(fields) && fields[i].name != m.name {
+			i++
+		}
+		if i == len(fields) {
+			d.addf(at, "unknown field")
+			continue
+		}
+		d.value(m.value, at, fields[i].ptr)
+	}
+}
+
+// value decodes one JSON value into the field ptr points to. A value that
+// does not decode leaves the field as it was.
+func (d *decoder) value(raw []byte, path string, ptr any) {
+	null := string(raw) == "null"
+	switch v := ptr.(type) {
+	case *int:
+		decodeScalar(d, raw, path, v, "an integer")
+	case *int64:
+		decodeScalar(d, raw, path, v, "an integer")
+	case *bool:
+		decodeScalar(d, raw, path, v, "true or false")
+	case *string:
+		decodeScalar(d, raw, path, v, "a string")
+	case *[]int:
+		decodeList(d, raw, path, v, "an integer")
+	case *[]string:
+		decodeList(d, raw, path, v, "a string")
+	case *time.Duration:
+		if null {
+			return
+		}
+		dur, ok := durationOf(raw)
+		if !ok {
+			d.addf(path, `%s: want a duration such as "250ms"`, excerpt(raw))
+			return
+		}
+		*v = dur
+	case *Backoff:
+		if null {
+			return
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			d.addf(path, `%s: want a backoff such as "exponentialJitter(100ms, 2s)"`, excerpt(raw))
+			return
+		}
+		b, err := parseBackoff(s)
+		if err != nil {
+			d.addf(path, "%s: %v", excerpt(raw), err)
+			return
+		}
+		*v = b
+	case *BudgetConfig:
+		if !null {
+			d.object(raw, path, v.jsonFields())
+		}
+	case *Hedge:
+		if !null {
+			d.object(raw, path, v.jsonFields())
+		}
+	default:
+		panic(fmt.Sprintf("httpretry: no JSON decoding for %T", ptr))
+	}
+}
+
+// durationOf reads a JSON string as a Go duration.
+func durationOf(raw []byte) (time.Duration, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil
+}
+
+// decodeScalar decodes raw into *dst; null leaves it as it is.
+func decodeScalar[T any](d *decoder, raw []byte, path string, dst *T, want string) {
+	v := *dst
+	if err := json.Unmarshal(raw, &v); err != nil {
+		d.addf(path, "%s: want %s", excerpt(raw), want)
+		return
+	}
+	*dst = v
+}
+
+// decodeList decodes a JSON array into a fresh slice, never into the
+// backing array *dst may share with another policy; null makes it nil.
+func decodeList[T any](d *decoder, raw []byte, path string, dst *[]T, want string) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		d.addf(path, "%s: want a list, each %s", excerpt(raw), want)
+		return
+	}
+	if elems == nil {
+		*dst = nil
+		return
+	}
+	list := make([]T, len(elems))
+	ok := true
+	for i, e := range elems {
+		if string(e) == "null" || json.Unmarshal(e, &list[i]) != nil {
+			d.addf(fmt.Sprintf("%s[%d]", path, i), "%s: want %s", excerpt(e), want)
+			ok = false
+		}
+	}
+	if ok {
+		*dst = list
+	}
+}
+
+// joinPath is the JSON path of member name in the object at path.
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// jsonName is a Go field path ("Budget.Percent", "Fallbacks[1]") as its
+// JSON path ("budget.percent", "fallbacks[1]"): JSON names are the Go names
+// in lower camel case.
+func jsonName(field string) string {
+	parts := strings.Split(field, ".")
+	for i, p := range parts {
+		if p != "" {
+			parts[i] = strings.ToLower(p[:1]) + p[1:]
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// excerpt is raw JSON compacted and cut short, to quote in a problem.
+func excerpt(raw []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	b := buf.Bytes()
+	if len(b) <= 40 {
+		return string(b)
+	}
+	n := 40
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
+}

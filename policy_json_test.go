@@ -1,0 +1,190 @@
+package httpretry
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestJSONNamesAreGoNames checks that every field but RetryIf is in JSON,
+// in Go's order, under its Go name in lower camel case: the rule jsonName
+// relies on to print Validate's problems under JSON paths.
+func TestJSONNamesAreGoNames(t *testing.T) {
+	var (
+		p Policy
+		b BudgetConfig
+		h Hedge
+	)
+	for _, tt := range []struct {
+		v      reflect.Value
+		fields []jsonField
+	}{
+		{reflect.ValueOf(&p).Elem(), p.jsonFields()},
+		{reflect.ValueOf(&b).Elem(), b.jsonFields()},
+		{reflect.ValueOf(&h).Elem(), h.jsonFields()},
+	} {
+		var names []string
+		for i := range tt.v.NumField() {
+			f := tt.v.Type().Field(i)
+			if f.Name == "RetryIf" {
+				continue
+			}
+			names = append(names, f.Name)
+			require.Less(t, len(names)-1, len(tt.fields), "%s.%s has no JSON", tt.v.Type(), f.Name)
+			jf := tt.fields[len(names)-1]
+			assert.Equal(t, jsonName(f.Name), jf.name)
+			assert.Equal(t, tt.v.Field(i).Addr().Interface(), jf.ptr, jf.name)
+		}
+		assert.Len(t, tt.fields, len(names))
+	}
+	assert.Equal(t, "budget.minRetries", jsonName("Budget.MinRetries"))
+	assert.Equal(t, "fallbacks[2]", jsonName("Fallbacks[2]"))
+}
+
+func TestPolicyMarshalJSON(t *testing.T) {
+	data, err := json.Marshal(DefaultPolicy())
+	require.NoError(t, err)
+	assert.Equal(t, `{"maxRetries":3,"backoff":"exponentialJitter(100ms, 2s)","retryOn":[429,502,503,504],`+
+		`"perTryTimeout":"0s","deadline":"0s","maxRetryAfter":"30s","maxReplayBytes":1048576,`+
+		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
+		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false},`+
+		`"hedge":{"after":"0s","max":0},"fallbacks":null}`, string(data))
+
+	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"backoff":"exponentialJitter(100ms, 2s)"`, "the zero Backoff is DefaultBackoff")
+	assert.Contains(t, string(data), `"retryOn":[]`, "empty is not nil: only transport errors")
+	assert.Contains(t, string(data), `"fallbacks":["https://b.example"]`)
+	assert.NotContains(t, strings.ToLower(string(data)), "retryif")
+}
+
+// jsonPolicies are policies that JSON carries exactly.
+func jsonPolicies() map[string]Policy {
+	full := Policy{
+		MaxRetries:         16,
+		Backoff:            Exponential(time.Nanosecond, maxDuration).Unbudgeted(),
+		RetryOn:            []int{500, 503},
+		PerTryTimeout:      1500 * time.Millisecond,
+		Deadline:           time.Hour + time.Nanosecond,
+		MaxRetryAfter:      -time.Second, // invalid, but JSON carries it
+		MaxReplayBytes:     -1,
+		IdempotencyHeader:  "X-Request-Token",
+		AutoIdempotencyKey: true,
+		Budget:             BudgetConfig{Percent: 1000, MinRetries: -1, Window: time.Minute, Disabled: true},
+		Hedge:              Hedge{After: 50 * time.Millisecond, Max: 2},
+		Fallbacks:          []string{"https://b.example", "http://10.0.0.7:8080/"},
+	}
+	return map[string]Policy{
+		"default":    DefaultPolicy(),
+		"full":       full,
+		"zero":       {Backoff: DefaultBackoff},
+		"no backoff": {MaxRetries: 1, Backoff: NoBackoff(), RetryOn: []int{}, Fallbacks: []string{}},
+		"wait budget": {MaxRetries: 2, Backoff: Fixed(time.Second).WithWaitBudget(3 * time.Second),
+			Budget: BudgetConfig{Window: maxDuration}, Hedge: Hedge{After: 1}},
+	}
+}
+
+func TestPolicyJSONRoundTrip(t *testing.T) {
+	for name, p := range jsonPolicies() {
+		t.Run(name, func(t *testing.T) {
+			data, err := json.Marshal(p)
+			require.NoError(t, err)
+			// Whatever it is decoded over, the text gives p back.
+			for _, over := range []Policy{{}, DefaultPolicy(), jsonPolicies()["full"]} {
+				got := over
+				require.NoError(t, json.Unmarshal(data, &got))
+				assert.Equal(t, p, got)
+			}
+		})
+	}
+}
+
+func TestPolicyUnmarshalOver(t *testing.T) {
+	retryIf := func(*http.Response, error) bool { return false }
+	p := DefaultPolicy()
+	p.RetryIf = retryIf
+	p.Fallbacks = []string{"https://b.example"}
+	shared := p.RetryOn
+	require.NoError(t, json.Unmarshal([]byte(`{"maxRetries": 1, "retryOn": [500], "budget": {"window": "1m"},
+		"hedge": {"after": "20ms"}, "fallbacks": null, "perTryTimeout": null}`), &p))
+
+	want := DefaultPolicy()
+	want.MaxRetries = 1
+	want.RetryOn = []int{500}
+	want.Budget.Window = time.Minute
+	want.Hedge.After = 20 * time.Millisecond
+	assert.NotNil(t, p.RetryIf, "RetryIf is not part of JSON and is kept")
+	p.RetryIf = nil
+	assert.Equal(t, want, p)
+	assert.Equal(t, []int{429, 502, 503, 504}, shared, "a list is decoded into a fresh slice")
+
+	require.NoError(t, json.Unmarshal([]byte(`{"retryOn": null}`), &p))
+	assert.Nil(t, p.RetryOn, "null makes RetryOn nil: the default statuses")
+	require.NoError(t, json.Unmarshal([]byte(`null`), &p))
+	require.NoError(t, json.Unmarshal([]byte(`{}`), &p))
+	assert.Equal(t, 1, p.MaxRetries)
+}
+
+func TestPolicyUnmarshalErrors(t *testing.T) {
+	tests := []struct {
+		name, json, want string
+	}{
+		{"unknown", `{"maxretries": 1}`, `maxretries: unknown field`},
+		{"type", `{"maxRetries": "3"}`, `maxRetries: "3": want an integer`},
+		{"float", `{"maxRetries": 1.5}`, `maxRetries: 1.5: want an integer`},
+		{"bool", `{"autoIdempotencyKey": "yes"}`, `autoIdempotencyKey: "yes": want true or false`},
+		{"duration number", `{"perTryTimeout": 250}`, `perTryTimeout: 250: want a duration such as "250ms"`},
+		{"duration text", `{"deadline": "5 s"}`, `deadline: "5 s": want a duration such as "250ms"`},
+		{"backoff", `{"backoff": "fixed(0s)"}`, `backoff: "fixed(0s)": the wait must be positive; use none for no wait`},
+		{"backoff type", `{"backoff": {"fixed": "1s"}}`, `backoff: {"fixed":"1s"}: want a backoff such as "exponentialJitter(100ms, 2s)"`},
+		{"list", `{"retryOn": 503}`, `retryOn: 503: want a list, each an integer`},
+		{"list element", `{"retryOn": [503, "504", null]}`, `retryOn[1]: "504": want an integer; retryOn[2]: null: want an integer`},
+		{"strings", `{"fallbacks": ["https://b.example", 7]}`, `fallbacks[1]: 7: want a string`},
+		{"nested unknown", `{"budget": {"percentage": 5}, "hedge": {"delay": "1s"}}`, `budget.percentage: unknown field; hedge.delay: unknown field`},
+		{"nested type", `{"budget": []}`, `budget: []: want an object`},
+		{"twice", `{"maxRetries": 1, "maxRetries": 2}`, `maxRetries: given twice`},
+		{"not an object", `[1, 2]`, `[1,2]: want an object`},
+		{"long excerpt", `{"idempotencyHeader": ["x` + strings.Repeat("é", 30) + `"]}`,
+			`idempotencyHeader: ["x` + strings.Repeat("é", 18) + `…: want a string`},
+		{"many", `{"maxRetries": "x", "backof": "none", "budget": {"window": 10}}`,
+			`maxRetries: "x": want an integer; backof: unknown field; budget.window: 10: want a duration such as "250ms"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := DefaultPolicy()
+			err := json.Unmarshal([]byte(tt.json), &p)
+			require.Error(t, err)
+			assert.Equal(t, "httpretry: policy: "+tt.want, err.Error())
+			assert.NotErrorIs(t, err, ErrInvalidPolicy, "decoding does not validate")
+			assert.Equal(t, DefaultPolicy(), p, "unchanged on error")
+		})
+	}
+	p := DefaultPolicy()
+	assert.EqualError(t, p.UnmarshalJSON([]byte(`{"maxRetries": 1`)), "httpretry: policy: invalid JSON")
+	assert.NoError(t, json.Unmarshal([]byte(`{"maxRetries": 20, "budget": {"percent": -1}}`), &p), "validation is New's and ParseConfig's")
+}
+
+func TestBudgetAndHedgeJSON(t *testing.T) {
+	data, err := json.Marshal(BudgetConfig{Percent: 5, Window: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`, string(data))
+	b := BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}
+	require.NoError(t, json.Unmarshal([]byte(`{"minRetries": -1}`), &b))
+	assert.Equal(t, BudgetConfig{Percent: 5, MinRetries: -1, Window: time.Second}, b)
+	assert.EqualError(t, json.Unmarshal([]byte(`{"min": 1}`), &b), "httpretry: budget: min: unknown field")
+
+	data, err = json.Marshal(Hedge{After: 30 * time.Millisecond, Max: 2})
+	require.NoError(t, err)
+	assert.Equal(t, `{"after":"30ms","max":2}`, string(data))
+	h := Hedge{Max: 2}
+	require.NoError(t, json.Unmarshal([]byte(`{"after": "1s"}`), &h))
+	assert.Equal(t, Hedge{After: time.Second, Max: 2}, h)
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "1s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
+	assert.Equal(t, Hedge{After: time.Second, Max: 2}, h)
+}
