@@ -30,11 +30,18 @@ type call struct {
 	rng            *rand.Rand    // for the waits; nil: the shared source (tests fix it)
 }
 
-// outcome is what one attempt came back with: a response or an error.
+// outcome is what one attempt came back with: a response or an error, and
+// whether that is a failure worth another attempt, judged once.
 type outcome struct {
-	a    *attempt
-	resp *http.Response
-	err  error
+	a       *attempt
+	resp    *http.Response
+	err     error
+	failure bool
+}
+
+// judge makes an outcome of what attempt a came back with.
+func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
+	return outcome{a, resp, err, c.failed(resp, err)}
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
@@ -93,7 +100,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		defer c.body.finish()
 	}
 	for {
-		if !c.failed(o.resp, o.err) {
+		if !o.failure {
 			if o.err != nil {
 				return nil, fmt.Errorf("httpretry: %w", o.err)
 			}

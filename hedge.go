@@ -67,7 +67,7 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 		a, r := c.newAttempt(n, tg, body)
 		c.sent = n
 		resp, err := c.do(a, r)
-		return outcome{a, resp, err}
+		return c.judge(a, resp, err)
 	}
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), hedging: true}
 	h.launch(n, tg, body)
@@ -76,15 +76,15 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	for h.pending > 0 {
 		select {
 		case o := <-h.outcomes:
-			if h.settle(o) {
-				return o
+			if w, won := h.settle(o); won {
+				return w
 			}
 		case <-timer.C:
 			// An outcome that came with the timer wins over a copy.
 			select {
 			case o := <-h.outcomes:
-				if h.settle(o) {
-					return o
+				if w, won := h.settle(o); won {
+					return w
 				}
 				continue
 			default:
@@ -115,17 +115,17 @@ func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	h.pending++
 	go func() {
 		resp, err := h.c.do(a, r)
-		h.outcomes <- outcome{a, resp, err}
+		h.outcomes <- outcome{a: a, resp: resp, err: err}
 	}()
 }
 
-// settle takes one outcome; it reports whether that outcome won, in which
-// case the other attempts are over.
-func (h *hedgedRound) settle(o outcome) bool {
+// settle judges one outcome; it reports whether that outcome won, in
+// which case the other attempts are over.
+func (h *hedgedRound) settle(o outcome) (outcome, bool) {
 	h.pending--
-	if !h.c.failed(o.resp, o.err) {
+	if o = h.c.judge(o.a, o.resp, o.err); !o.failure {
 		h.cancelLosers(o.a)
-		return true
+		return o, true
 	}
 	// The upstream is failing, not slow: more copies would only add to
 	// its load.
@@ -138,7 +138,7 @@ func (h *hedgedRound) settle(o outcome) bool {
 	if o.a != nil {
 		o.a.discard(o.resp)
 	}
-	return false
+	return outcome{}, false
 }
 
 // stronger reports whether failure x says more than y: an answer beats an

@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -407,6 +408,99 @@ func TestRetryAfterFromAFailedRoundIsHonoured(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "ok", readAll(t, resp))
 		assert.Equal(t, 2*time.Second, time.Since(start))
+		assert.EqualValues(t, 2, base.n.Load())
+	})
+}
+
+// A copy answers 503 with Retry-After, then the slow first attempt fails
+// with an error: the round keeps the answer, and the resend waits what it
+// asked, or the answer comes back at once when it asks too much.
+func TestHedgedRoundKeepsTheStrongestRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		ra      string
+		perTry  time.Duration
+		status  int
+		calls   int32
+		elapsed time.Duration
+		reason  Reason
+	}{
+		{"2", 0, 200, 3, 2*time.Second + ms(20), 0},
+		{"2", ms(100), 200, 3, 2*time.Second + ms(20), 0},
+		{"3600", 0, 503, 2, ms(50), ReasonRetryAfterTooLong},
+	} {
+		t.Run(fmt.Sprint(tc.ra, "/", tc.perTry), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &concurrentScripted{answer: func(r *http.Request, n int) (*http.Response, error) {
+					switch n {
+					case 1:
+						select {
+						case <-time.After(ms(50)):
+							return nil, errors.New("read: connection reset by peer")
+						case <-r.Context().Done():
+							return nil, r.Context().Err()
+						}
+					case 2:
+						return fakeResponse(r, 503, http.Header{"Retry-After": {tc.ra}}, "busy"), nil
+					}
+					return fakeResponse(r, 200, nil, "ok"), nil
+				}}
+				p := hedgePolicy(ms(20), 1, 3)
+				p.PerTryTimeout = tc.perTry
+				var rec recorder
+				start := time.Now()
+				resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+				require.NoError(t, err)
+				readAll(t, resp)
+				assert.Equal(t, tc.status, resp.StatusCode)
+				assert.Equal(t, tc.calls, base.n.Load())
+				elapsed := time.Since(start)
+				assert.GreaterOrEqual(t, elapsed, tc.elapsed, "never earlier than asked")
+				assert.LessOrEqual(t, elapsed, tc.elapsed+ms(200), "the spread is at most RA/10")
+				assert.Equal(t, tc.reason, rec.giveUp(t))
+			})
+		})
+	}
+}
+
+// A copy that cannot be sent, because the recorded body outgrew
+// MaxReplayBytes, is not charged to the budget.
+func TestACopyThatCannotBeSentIsNotCharged(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		time.Sleep(ms(300))
+		io.WriteString(w, "ok")
+	})
+	bs := NewBudgets()
+	p := DefaultPolicy()
+	p.MaxRetries = 2
+	p.MaxReplayBytes = 1024
+	p.Budget = BudgetConfig{MinRetries: 5}
+	p.Hedge = Hedge{After: ms(50), Max: 1}
+	var rec recorder
+	body := newTrackedBody(strings.Repeat("x", 8192))
+	req, _ := http.NewRequest(http.MethodPut, up.URL, body)
+	req.ContentLength = -1
+	resp, err := New(nil, WithPolicy(p), WithBudgets(bs), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.EqualValues(t, 1, up.calls.Load())
+	assert.Equal(t, 0, bs.For(req.URL.Host, p.Budget).Stats().Retries)
+	require.Len(t, rec.all(), 1)
+	assert.Equal(t, ReasonBodyNotReplayable, rec.all()[0].Reason)
+}
+
+// The give-up error counts the attempts sent, hedged copies included.
+func TestGiveUpErrorCountsEveryAttemptSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &concurrentScripted{answer: func(r *http.Request, n int) (*http.Response, error) {
+			select {
+			case <-time.After(ms(50)):
+				return nil, errors.New("read: connection reset by peer")
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}}
+		_, err := get(t, New(base, WithPolicy(hedgePolicy(ms(20), 1, 1))), context.Background())
+		assert.EqualError(t, err, "httpretry: exhausted after 2 attempt(s): read: connection reset by peer")
 		assert.EqualValues(t, 2, base.n.Load())
 	})
 }

@@ -126,7 +126,11 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
 		c := newCall(t, req, p, budget, maxRetries, time.Time{})
-		return c.loop(outcome{&attempt{n: 1, tg: &c.own}, resp, err})
+		a := &attempt{n: 1, tg: &c.own}
+		if resp != nil {
+			return c.loop(outcome{a, resp, nil, true}) // answers said so
+		}
+		return c.loop(c.judge(a, nil, err))
 	}
 	c := newCall(t, req, p, budget, maxRetries, time.Now())
 	return c.loop(c.round(1, &c.own, c.firstBody()))

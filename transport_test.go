@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -632,4 +633,200 @@ func TestResponseWithoutBodyReleasesItsAttemptAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.NoBody, resp.Body)
 	assert.ErrorIs(t, attemptCtx.Err(), context.Canceled, "nothing left to read: released")
+}
+
+// A base that breaks the contract with a response and an error together:
+// the error is kept and the response closed, retrying on or off.
+func TestResponseWithAnErrorKeepsTheError(t *testing.T) {
+	for _, n := range []int{0, 2} {
+		t.Run(fmt.Sprint("MaxRetries ", n), func(t *testing.T) {
+			var bodies []*trackedBody
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				b := newTrackedBody("payload")
+				bodies = append(bodies, b)
+				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: b, Request: r}, errors.New("broken base")
+			})
+			req, _ := http.NewRequestWithContext(WithMaxRetries(context.Background(), n), http.MethodGet, "http://h.test/", nil)
+			resp, err := New(base, WithPolicy(fastPolicy(2))).RoundTrip(req)
+			assert.Nil(t, resp)
+			assert.ErrorContains(t, err, "broken base")
+			assert.True(t, strings.HasPrefix(err.Error(), "httpretry: "), err.Error())
+			assert.Len(t, bodies, n+1)
+			for _, b := range bodies {
+				assert.EqualValues(t, 1, b.closes.Load())
+			}
+		})
+	}
+}
+
+func TestErrorsCarryThePrefixWithRetryingOff(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // refused
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+	_, err = New(base, WithPolicy(Policy{})).RoundTrip(req)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "httpretry: "), err.Error())
+	var op *net.OpError
+	assert.ErrorAs(t, err, &op, "the cause is still found")
+}
+
+func TestContentLengthMismatchIsNotRetried(t *testing.T) {
+	up := newUpstream(t, always(200))
+	var rec recorder
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPut, up.URL, strings.NewReader("short"))
+	req.ContentLength = 10
+	_, err := New(base, WithPolicy(fastPolicy(3)), WithObserver(rec.observe)).RoundTrip(req)
+	assert.ErrorContains(t, err, "ContentLength=10 with Body length 5")
+	assert.LessOrEqual(t, up.calls.Load(), int64(1))
+	assert.Equal(t, ReasonNotRetryable, rec.giveUp(t))
+}
+
+func TestZeroRetryTransportWorks(t *testing.T) {
+	up := newUpstream(t, failFirst(1))
+	var rt RetryTransport
+	req, _ := http.NewRequest(http.MethodGet, up.URL, nil)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	assert.EqualValues(t, 2, up.calls.Load(), "DefaultPolicy")
+	rt.CloseIdleConnections()
+}
+
+// A per-try timeout that ends an attempt while it dials: no connection was
+// had, so an unkeyed POST provably never left and is resent.
+func TestPostWhoseDialTimedOutIsResent(t *testing.T) {
+	up := newUpstream(t, always(http.StatusOK))
+	var dials atomic.Int32
+	var d net.Dialer
+	hung := make(chan struct{})
+	released := make(chan struct{})
+	defer func() { close(hung); <-released }()
+	base := &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if dials.Add(1) == 1 {
+				// A dial that hangs; http.Transport goes on with it for
+				// its pool after the attempt gave up on it.
+				defer close(released)
+				select {
+				case <-ctx.Done():
+				case <-hung:
+				}
+				return nil, errors.New("dial gave up")
+			}
+			return d.DialContext(ctx, network, addr)
+		}}
+	p := fastPolicy(3)
+	p.PerTryTimeout = ms(50)
+	var rec recorder
+	req, _ := http.NewRequest(http.MethodPost, up.URL, newTrackedBody("pay 10 EUR"))
+	resp, err := New(base, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.EqualValues(t, 2, dials.Load())
+	assert.Equal(t, [][]byte{[]byte("pay 10 EUR")}, up.received())
+	assert.Equal(t, []EventKind{EventRetry}, rec.kinds())
+}
+
+// An upgraded connection works after RoundTrip released the attempt's
+// context, which a per-try timeout gave it.
+func TestSwitchingProtocolsOverLoopbackReleasesItsContext(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		line, _ := brw.ReadString('\n')
+		io.WriteString(conn, strings.ToUpper(line))
+	}))
+	defer srv.Close()
+	var attemptCtx context.Context
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		attemptCtx = r.Context()
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	p := fastPolicy(2)
+	p.PerTryTimeout = time.Second
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "echo")
+	resp, err := New(base, WithPolicy(p)).RoundTrip(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	assert.Error(t, attemptCtx.Err(), "the attempt's context is released")
+	rw, ok := resp.Body.(io.ReadWriteCloser)
+	require.True(t, ok, "the body is the connection, untouched")
+	defer rw.Close()
+	_, err = io.WriteString(rw, "hello\n")
+	require.NoError(t, err)
+	got := make([]byte, 6)
+	_, err = io.ReadFull(rw, got)
+	require.NoError(t, err)
+	assert.Equal(t, "HELLO\n", string(got))
+}
+
+func TestAttemptFromContext(t *testing.T) {
+	var seen []int
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		seen = append(seen, AttemptFromContext(r.Context()))
+		if len(seen) < 3 {
+			return fakeResponse(r, 503, nil, "busy"), nil
+		}
+		return fakeResponse(r, 200, nil, "ok"), nil
+	})
+	req, _ := http.NewRequest(http.MethodGet, "http://h.test/", nil)
+	resp, err := New(base, WithPolicy(fastPolicy(3))).RoundTrip(req)
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, []int{1, 2, 3}, seen)
+	assert.Equal(t, 1, AttemptFromContext(context.Background()))
+}
+
+func TestRetryIfDecidesWhatIsAFailure(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch n {
+		case 1:
+			w.WriteHeader(http.StatusInternalServerError) // not in RetryOn
+		case 2:
+			w.WriteHeader(http.StatusServiceUnavailable) // in RetryOn, but RetryIf says no
+		}
+	})
+	p := fastPolicy(3)
+	var asked []int
+	p.RetryIf = func(resp *http.Response, err error) bool {
+		asked = append(asked, resp.StatusCode)
+		return resp.StatusCode == http.StatusInternalServerError
+	}
+	var rec recorder
+	req, _ := http.NewRequest(http.MethodGet, up.URL, nil)
+	resp, err := New(nil, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, []int{500, 503}, asked)
+	assert.Equal(t, []EventKind{EventRetry}, rec.kinds(), "an outcome RetryIf rejects is returned as it is")
+
+	// The safety checks still apply: an unkeyed POST is not resent.
+	req, _ = http.NewRequest(http.MethodPost, up.URL, strings.NewReader("x"))
+	up.calls.Store(0)
+	rec = recorder{}
+	resp, err = New(nil, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	readAll(t, resp)
+	assert.Equal(t, ReasonNotIdempotent, rec.giveUp(t))
+	assert.EqualValues(t, 1, up.calls.Load())
+
+	// An error RetryIf rejects is returned, with the prefix, not resent.
+	errBase := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("boom") })
+	p.RetryIf = func(*http.Response, error) bool { return false }
+	req, _ = http.NewRequest(http.MethodGet, "http://h.test/", nil)
+	_, err = New(errBase, WithPolicy(p)).RoundTrip(req)
+	assert.EqualError(t, err, "httpretry: boom")
 }

@@ -3,6 +3,7 @@ package httpretry
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -267,6 +268,7 @@ func TestCancelDuringAWaitReturnsAtOnce(t *testing.T) {
 		assert.EqualValues(t, 1, body.closes.Load(), "the discarded response is closed")
 		assert.Equal(t, []EventKind{EventRetry, EventGiveUp}, rec.kinds())
 		assert.Equal(t, ReasonCanceled, rec.giveUp(t))
+		assert.Equal(t, 503, rec.all()[1].Status, "the give-up reports the status the attempt ended with")
 	})
 }
 
@@ -299,5 +301,79 @@ func TestReturnedBodyKeepsItsAttemptContextUntilClosed(t *testing.T) {
 		assert.NoError(t, attemptCtx.Err(), "the body is governed by the caller's context")
 		assert.Equal(t, "ok", readAll(t, resp))
 		assert.ErrorIs(t, attemptCtx.Err(), context.Canceled, "released once the body is closed")
+	})
+}
+
+// trickling answers 503 with Retry-After: 1 and a body whose rest never
+// comes: discarding it takes the whole drain time.
+func trickling(r *http.Request, n int) (*http.Response, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write(make([]byte, 10))
+		<-r.Context().Done()
+		pw.Close()
+	}()
+	return &http.Response{StatusCode: 503, Header: http.Header{"Retry-After": {"1"}},
+		Body: pr, ContentLength: 100, Request: r}, nil
+}
+
+// The time it takes to drain the failed response counts against the
+// deadline: a wait that fits before the drain but not after it ends the
+// loop at once, with the response, which the caller can still read.
+func TestTheDrainCountsAgainstTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy time.Duration
+		ctx    time.Duration
+	}{{"policy Deadline", 1050 * time.Millisecond, 0}, {"context deadline", 0, 1050 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := newScripted(trickling)
+				p := fastPolicy(3)
+				p.Deadline = tc.policy
+				ctx := context.Background()
+				if tc.ctx > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+					defer cancel()
+				}
+				var rec recorder
+				start := time.Now()
+				resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), ctx)
+				require.NoError(t, err)
+				assert.Equal(t, 503, resp.StatusCode)
+				assert.Equal(t, time.Duration(0), time.Since(start), "at once")
+				assert.EqualValues(t, 1, base.n.Load())
+				assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+				b := make([]byte, 10)
+				_, err = io.ReadFull(resp.Body, b)
+				assert.NoError(t, err, "the body is intact")
+				resp.Body.Close()
+			})
+		})
+	}
+}
+
+// An observer slower than the room left: the deadline is checked again
+// right before the wait.
+func TestTheDeadlineIsCheckedAgainRightBeforeTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 1))
+		p := fastPolicy(3)
+		p.Backoff = Fixed(ms(100))
+		p.Deadline = ms(350) // room for the drain (100ms) and the wait
+		slow := func(e Event) {
+			if e.Kind == EventRetry {
+				time.Sleep(ms(300))
+			}
+		}
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(slow), WithObserver(rec.observe)), context.Background())
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.EqualValues(t, 1, base.n.Load(), "no attempt after the deadline")
+		assert.Equal(t, []EventKind{EventRetry, EventGiveUp}, rec.kinds())
+		assert.Equal(t, ReasonDeadline, rec.giveUp(t))
+		assert.Equal(t, 503, rec.all()[1].Status)
 	})
 }

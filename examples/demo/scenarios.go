@@ -16,7 +16,7 @@ func init() {
 	scenarios = []scenario{
 		{title: "1. A flaky endpoint: two 503s, then 200",
 			run: one(httpretry.DefaultPolicy(), request{http.MethodGet, "/flaky", "", ""})},
-		{title: "2. Rate limited: 429 with Retry-After: 1",
+		{title: "2. Rate limited: 429 with Retry-After: 1 (waited, plus a random spread so that a crowd does not come back at once)",
 			run: one(httpretry.DefaultPolicy(), request{http.MethodGet, "/ratelimited", "", ""})},
 		{title: "3. A slow endpoint, bounded by PerTryTimeout 200ms",
 			run: one(perTry, request{http.MethodGet, "/slow", "", ""})},

@@ -1,0 +1,172 @@
+package httpretry
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The decisions of the attempt loop, at fixed instants, with no clock and
+// no sleeping, as x/time/rate tests AllowN(t, n).
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func TestAdmitAtFixedInstants(t *testing.T) {
+	fixed := resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100)).Unbudgeted(), MaxRetryAfter: 30 * time.Second})
+	tests := []struct {
+		name      string
+		drawn     int
+		waitLeft  time.Duration // negative: unbounded
+		deadline  time.Duration // after t0; 0: none
+		raUntil   time.Duration // after t0; 0: none
+		raTooLong bool
+		drain     time.Duration
+		copy      bool
+		wait      time.Duration
+		reason    Reason
+	}{
+		{name: "backoff", waitLeft: -1, wait: ms(100)},
+		{name: "pool spent", drawn: 3, waitLeft: -1, reason: ReasonExhausted},
+		{name: "pool before Retry-After", drawn: 3, waitLeft: -1, raTooLong: true, reason: ReasonExhausted},
+		{name: "Retry-After too long", waitLeft: -1, raTooLong: true, reason: ReasonRetryAfterTooLong},
+		{name: "Retry-After lengthens", waitLeft: -1, raUntil: ms(700), wait: ms(700)},
+		{name: "Retry-After shorter than the backoff", waitLeft: -1, raUntil: ms(50), wait: ms(100)},
+		{name: "wait budget shortens", waitLeft: ms(30), wait: ms(30)},
+		{name: "wait budget spent: no wait", waitLeft: 0, wait: 0},
+		{name: "Retry-After beats the wait budget", waitLeft: 0, raUntil: ms(300), wait: ms(300)},
+		{name: "fits the deadline", waitLeft: -1, deadline: ms(101), wait: ms(100)},
+		{name: "ends at the deadline", waitLeft: -1, deadline: ms(100), reason: ReasonDeadline},
+		{name: "the drain counts", waitLeft: -1, deadline: ms(150), drain: ms(100), reason: ReasonDeadline},
+		{name: "Retry-After crosses the deadline", waitLeft: -1, deadline: ms(500), raUntil: ms(600), reason: ReasonDeadline},
+		{name: "a copy does not wait", waitLeft: -1, deadline: ms(50), copy: true, wait: 0},
+		{name: "a copy at the deadline", waitLeft: -1, deadline: -ms(1), copy: true, reason: ReasonDeadline},
+		{name: "a copy draws on the pool", drawn: 3, waitLeft: -1, copy: true, reason: ReasonExhausted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &call{p: fixed, maxRetries: 3, drawn: tt.drawn, waitLeft: tt.waitLeft}
+			if tt.deadline != 0 {
+				c.deadline = t0.Add(tt.deadline)
+			}
+			tg := &target{raTooLong: tt.raTooLong}
+			if tt.raUntil != 0 {
+				tg.raUntil = t0.Add(tt.raUntil)
+			}
+			wait, reason := c.admit(tg, t0, tt.drain, tt.copy)
+			assert.Equal(t, tt.reason, reason)
+			assert.Equal(t, tt.wait, wait)
+		})
+	}
+}
+
+func TestTakeChargesTheBudgetAndSpendsTheWaitBudget(t *testing.T) {
+	b := &Budget{}
+	b.params.Store(newBudgetParams(BudgetConfig{MinRetries: 1}))
+	c := &call{waitLeft: ms(250)}
+	tg := &target{budget: b}
+	require.Equal(t, Reason(0), c.take(tg, t0, ms(100)))
+	assert.Equal(t, 1, c.drawn)
+	assert.Equal(t, ms(150), c.waitLeft)
+	assert.Equal(t, ReasonBudget, c.take(tg, t0, ms(100)), "MinRetries 1 and no requests: one grant")
+	assert.Equal(t, 1, c.drawn, "a refusal draws nothing")
+	assert.Equal(t, ms(150), c.waitLeft)
+}
+
+// Point 16: a jittered wait lengthened to Retry-After is drawn from
+// [RA, RA + max(ceiling, RA/10)], cut to end before the deadline.
+func TestRetryAfterWaitSpreadsACrowd(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := ExponentialJitter(ms(100), 2*time.Second)
+	var lo, hi time.Duration = time.Hour, 0
+	for range 10000 {
+		w := b.retryAfterWait(1, time.Second, maxDuration, r)
+		lo, hi = min(lo, w), max(hi, w)
+	}
+	assert.GreaterOrEqual(t, lo, time.Second, "never earlier than asked")
+	assert.Less(t, lo, time.Second+ms(1))
+	assert.LessOrEqual(t, hi, time.Second+ms(100), "spread max(ceiling 100ms, RA/10 100ms)")
+	assert.Greater(t, hi, time.Second+ms(99))
+
+	for range 1000 {
+		w := b.retryAfterWait(1, 10*time.Second, maxDuration, r)
+		require.GreaterOrEqual(t, w, 10*time.Second)
+		require.LessOrEqual(t, w, 11*time.Second, "RA/10 when it exceeds the ceiling")
+		w = b.retryAfterWait(5, time.Second, maxDuration, r)
+		require.LessOrEqual(t, w, 2600*time.Millisecond, "the ceiling of resend 5 is 1.6s")
+		w = b.retryAfterWait(1, time.Second, time.Second+ms(10), r)
+		require.Less(t, w, time.Second+ms(10), "the spread is cut at the deadline")
+	}
+	assert.Equal(t, time.Second, Fixed(ms(100)).retryAfterWait(1, time.Second, maxDuration, r), "deterministic: exactly RA")
+	assert.Equal(t, time.Second, NoBackoff().retryAfterWait(1, time.Second, maxDuration, r))
+	assert.Equal(t, time.Second, b.retryAfterWait(1, time.Second, time.Second, r), "no room for a spread")
+}
+
+func TestStrongerFailure(t *testing.T) {
+	resp := func(ra string) *http.Response {
+		h := http.Header{}
+		if ra != "" {
+			h.Set("Retry-After", ra)
+		}
+		return &http.Response{StatusCode: 503, Header: h}
+	}
+	e := outcome{err: errors.New("reset")}
+	tests := []struct {
+		name string
+		x, y outcome
+		want bool
+	}{
+		{"an answer beats an error", outcome{resp: resp("")}, e, true},
+		{"an error does not beat an answer", e, outcome{resp: resp("5")}, false},
+		{"the later error", e, outcome{err: errors.New("earlier")}, true},
+		{"the longer Retry-After", outcome{resp: resp("10")}, outcome{resp: resp("2")}, true},
+		{"not the shorter", outcome{resp: resp("2")}, outcome{resp: resp("10")}, false},
+		{"any Retry-After beats none", outcome{resp: resp("")}, outcome{resp: resp("1")}, false},
+		{"the later of two without", outcome{resp: resp("")}, outcome{resp: resp("")}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, stronger(tt.x, tt.y, t0))
+		})
+	}
+}
+
+// The order of the checks: a GetBody that fails is a "no" at the body
+// step, before MaxRetries, Retry-After and the deadline are judged.
+func TestBodyIsJudgedBeforeRetryAfterAndThePool(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ra        string
+		retry     int
+		failAfter int // GetBody calls that succeed
+	}{{"Retry-After too long", "3600", 3, 0}, {"pool spent", "", 1, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				io.Copy(io.Discard, r.Body)
+				r.Body.Close()
+				return fakeResponse(r, 503, http.Header{"Retry-After": {tc.ra}}, "busy"), nil
+			})
+			var rec recorder
+			p := fastPolicy(tc.retry)
+			rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+			req, _ := http.NewRequest(http.MethodPut, "http://h.test/", strings.NewReader("x"))
+			calls := 0
+			req.GetBody = func() (io.ReadCloser, error) {
+				if calls++; calls > tc.failAfter {
+					return nil, errors.New("body gone")
+				}
+				return io.NopCloser(strings.NewReader("x")), nil
+			}
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			readAll(t, resp)
+			assert.Equal(t, ReasonBodyNotReplayable, rec.giveUp(t))
+		})
+	}
+}
