@@ -92,6 +92,14 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 		if c.header != nil {
 			r.Header = c.header
 		}
+		if tg.moved {
+			u := *r.URL
+			u.Scheme, u.Host = tg.scheme, tg.host
+			r.URL = &u
+			if r.Host == c.req.URL.Host {
+				r.Host = "" // the candidate's, unless the caller chose another
+			}
+		}
 	}
 	return a, r
 }

@@ -32,6 +32,7 @@ func againstBare() []struct {
 	}{
 		{"bare", stubTransport{}},
 		{"httpretry", New(stubTransport{})},
+		{"httpretry-fallbacks", New(stubTransport{}, WithPolicy(withFallbacks(DefaultPolicy(), "https://standby.example.com")))},
 	}
 }
 
@@ -95,4 +96,9 @@ func BenchmarkBudget(b *testing.B) {
 			}
 		})
 	})
+}
+
+func withFallbacks(p Policy, origins ...string) Policy {
+	p.Fallbacks = origins
+	return p
 }

@@ -16,7 +16,12 @@ type call struct {
 	req        *http.Request // the caller's, never modified
 	p          *hostPolicy
 	maxRetries int
-	own        target // the request's own origin
+	// targets are the candidates: the request's own origin first, then
+	// its usable fallbacks; one holds the own origin when there are none.
+	targets []target
+	one     [1]target
+	ring    int            // where the next resend goes round targets
+	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
 
 	sent           int           // attempts sent, hedged copies included
 	drawn          int           // attempts drawn on the pool of maxRetries
@@ -55,9 +60,9 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 
 // newCall sets up what the attempts after the first need; start is when
 // the first attempt was sent.
-func newCall(t *RetryTransport, r *http.Request, p *hostPolicy, budget *Budget, maxRetries int, start time.Time) *call {
+func newCall(t *RetryTransport, r *http.Request, p *hostPolicy, fallbacks []origin, budget *Budget, maxRetries int, start time.Time) *call {
 	c := &call{t: t, req: r, p: p, maxRetries: maxRetries, sent: 1}
-	c.own = target{scheme: r.URL.Scheme, host: r.URL.Host, budget: budget, tried: true}
+	c.setTargets(fallbacks, target{scheme: r.URL.Scheme, host: r.URL.Host, budget: budget, tried: true})
 	c.resendable = resendable(r, p.idemHeaders)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
 		c.header = r.Header.Clone()
@@ -107,32 +112,31 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			return o.a.deliver(o.resp), nil
 		}
 		now := time.Now()
-		tg := o.a.tg
-		tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
+		o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
 		reason := c.verdict(o)
 		var body io.ReadCloser
 		if reason == 0 {
 			body, reason = c.nextBody(&o)
 		}
-		var wait time.Duration
+		var (
+			tg   *target
+			wait time.Duration
+			kind EventKind
+		)
 		if reason == 0 {
-			wait, reason = c.admit(tg, now, drainBound(o.resp), false)
-			if reason == 0 {
-				reason = c.take(tg, now, wait)
-			}
-			if reason != 0 {
+			if tg, wait, kind, reason = c.route(now, drainBound(o.resp)); reason != 0 {
 				closeBody(body)
 			}
 		}
 		if reason != 0 {
 			return c.giveUp(o, reason)
 		}
-		c.emit(Event{Kind: EventRetry, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
+		c.emit(Event{Kind: kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
 		st := status(o.resp)
-		o.a.discard(o.resp)
+		c.discard(o)
 		if reason, err := c.sleep(wait); err != nil {
 			closeBody(body)
-			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, tg)
+			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
 			return nil, err
 		}
 		o = c.round(c.sent+1, tg, body)
@@ -167,14 +171,29 @@ func (c *call) sleep(d time.Duration) (Reason, error) {
 	return 0, nil
 }
 
+// discard drops a failed outcome's response. With fallbacks, a short one
+// is kept in memory first: an answer beats an error, so a request that
+// ends on a transport error returns the latest answer any origin gave.
+func (c *call) discard(o outcome) {
+	if o.resp != nil && len(c.targets) > 1 && keep(o.resp) {
+		o.a.end()
+		c.answer = o.resp
+		return
+	}
+	o.a.discard(o.resp)
+}
+
 // giveUp ends the loop on a failed outcome that is not resent: the caller
-// gets its response, body intact, or its error.
+// gets its response, body intact, or the latest answer kept, or its error.
 func (c *call) giveUp(o outcome, reason Reason) (*http.Response, error) {
 	c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Reason: reason}, o.a.tg)
 	if o.resp != nil {
 		return o.a.deliver(o.resp), nil
 	}
 	o.a.end()
+	if c.answer != nil {
+		return c.answer, nil
+	}
 	return nil, c.giveUpError(reason, o.err)
 }
 

@@ -11,11 +11,12 @@ import (
 // The attempt loop decides, then acts. After a failed attempt it asks the
 // questions of the package documentation in their order: is the outcome a
 // failure worth another attempt (failed), is a resend safe (verdict), can
-// the body be had again (nextBody), may a resend go to this origin now and
-// after how long (admit), and does the origin's budget grant it (take).
-// Only nextBody and take act: the first fetches a body, the second charges
-// the budget and spends the wait budget; the others are functions of the
-// call's state and an instant.
+// the body be had again (nextBody), which origin (route: see fallback.go),
+// may a resend go to that origin now and after how long (admit), and does
+// the origin's budget grant it (take). Only nextBody, take and route,
+// through take, act: the first fetches a body, take charges the budget and
+// spends the wait budget; the others are functions of the call's state and
+// an instant.
 
 // answers reports whether resp, which came without an error, is an answer
 // to return rather than a failure to retry.
@@ -118,6 +119,11 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) 
 		room = c.deadline.Sub(now) - drain
 	}
 	var wait time.Duration
+	if copy && tg.raUntil.After(now) {
+		// A copy cannot wait: any Retry-After still running is too long
+		// for it.
+		return 0, ReasonRetryAfterTooLong
+	}
 	if !copy {
 		n := c.drawn + 1
 		wait = c.p.backoff.Delay(n, c.rng)

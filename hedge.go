@@ -55,8 +55,8 @@ func (c *call) hedges() bool {
 }
 
 // round sends attempt n to tg and, while it goes without response
-// headers for Hedge.After, copies of it, each admitted and charged like a
-// resend. The first outcome that is not a failure wins and the other
+// headers for Hedge.After, copies of it, each routed, admitted and charged
+// like a resend. The first outcome that is not a failure wins and the other
 // attempts are canceled, their responses discarded, before round returns:
 // no attempt outlives it but the winner. If every attempt fails, round
 // returns the failure to judge: a response rather than an error, and of
@@ -89,7 +89,7 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 				continue
 			default:
 			}
-			if h.hedging && h.hedge(tg) {
+			if h.hedging && h.hedge() {
 				timer.Reset(c.p.hedge.After)
 			}
 		}
@@ -106,11 +106,13 @@ type hedgedRound struct {
 	copies   int
 	hedging  bool    // more copies may be sent
 	kept     outcome // the failure to judge if no attempt wins
+	last     *target // where the latest attempt of the round went
 }
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	a, r := h.c.newAttempt(n, tg, body)
 	h.c.sent = n
+	h.last = tg
 	h.inflight = append(h.inflight, a)
 	h.pending++
 	go func() {
@@ -156,20 +158,19 @@ func stronger(x, y outcome, now time.Time) bool {
 	return !oky || okx && rx >= ry
 }
 
-// hedge sends a copy to tg if one is admitted; it reports whether another
-// copy may follow.
-func (h *hedgedRound) hedge(tg *target) bool {
+// hedge sends a copy if one is admitted, to the next candidate not yet
+// tried, or round the candidates; it reports whether another copy may
+// follow.
+func (h *hedgedRound) hedge() bool {
 	c := h.c
 	next := c.sent + 1
 	// The body comes first: a copy that cannot be sent is not charged.
 	body, reason := c.copyBody()
+	tg := h.last
 	if reason == 0 {
-		now := time.Now()
-		if _, reason = c.admit(tg, now, 0, true); reason == 0 {
-			reason = c.take(tg, now, 0)
-		}
-		if reason != 0 {
+		if tg, reason = c.routeCopy(time.Now()); reason != 0 {
 			closeBody(body)
+			tg = h.last
 		}
 	}
 	if reason != 0 {

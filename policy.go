@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -195,6 +196,7 @@ type hostPolicy struct {
 	waitBudget    time.Duration // negative: unbounded
 	retryOn       statusSet
 	retryIf       func(*http.Response, error) bool // nil: retryOn and the transport-error rule
+	fallbacks     []origin                         // parsed, in order, duplicates dropped
 	perTry        time.Duration
 	deadline      time.Duration
 	maxRetryAfter time.Duration
@@ -221,6 +223,11 @@ func resolvePolicy(p Policy) *hostPolicy {
 		budget:        p.Budget.withDefaults(),
 		hedge:         p.Hedge,
 		retryIf:       p.RetryIf,
+	}
+	for _, s := range p.Fallbacks {
+		if o, err := parseOrigin(s); err == nil && !slices.Contains(hp.fallbacks, o) {
+			hp.fallbacks = append(hp.fallbacks, o)
+		}
 	}
 	hp.waitBudget = hp.backoff.waitBudget()
 	hp.untimed = hp.perTry == 0 && hp.deadline == 0 && hp.hedge.After == 0

@@ -8,7 +8,8 @@ import (
 // target is an origin a request may be sent to, with what the attempt loop
 // knows of it during that request.
 type target struct {
-	scheme, host string  // as the request's URL spells them
+	scheme, host string  // as the request's URL spells them, or a fallback's canonical form
+	moved        bool    // a fallback: the request's URL is rewritten to it
 	budget       *Budget // nil when the budget is disabled
 	// raUntil is the instant before which the origin asked, by
 	// Retry-After, not to be called again; raTooLong says it asked for

@@ -107,7 +107,12 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n, ok := maxRetriesFrom(req.Context()); ok {
 		maxRetries = n
 	}
-	if maxRetries == 0 {
+	fallbacks, err := fallbacksFor(req, p)
+	if err != nil {
+		closeBody(req.Body)
+		return nil, err
+	}
+	if maxRetries == 0 && (len(fallbacks) == 0 || !hasUsableFallback(req.URL, fallbacks)) {
 		return passThrough(t.base, req)
 	}
 
@@ -125,15 +130,15 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
-		c := newCall(t, req, p, budget, maxRetries, time.Time{})
-		a := &attempt{n: 1, tg: &c.own}
+		c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Time{})
+		a := &attempt{n: 1, tg: &c.targets[0]}
 		if resp != nil {
 			return c.loop(outcome{a, resp, nil, true}) // answers said so
 		}
 		return c.loop(c.judge(a, nil, err))
 	}
-	c := newCall(t, req, p, budget, maxRetries, time.Now())
-	return c.loop(c.round(1, &c.own, c.firstBody()))
+	c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Now())
+	return c.loop(c.round(1, &c.targets[0], c.firstBody()))
 }
 
 // passThrough sends req once, as it is, holding the base to the

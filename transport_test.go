@@ -606,6 +606,8 @@ func TestHappyPathDoesNotAllocate(t *testing.T) {
 	rt.RoundTrip(req) // creates the host's budget
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(put) }), "PUT with GetBody")
+	rt = New(rt.base, WithPolicy(withFallbacks(DefaultPolicy(), "http://standby.example.com")))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET with a fallback")
 }
 
 func TestGetBodyFailureEndsTheLoopWithTheLastResponse(t *testing.T) {

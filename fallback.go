@@ -1,0 +1,191 @@
+package httpretry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+)
+
+// Fallback origins. A request's candidates are its own origin, then the
+// fallbacks in order. After a failure, a candidate not yet tried gets its
+// first attempt: no draw on MaxRetries, no wait, counted as a request in
+// its budget. Once every candidate has had one, further attempts are
+// resends that go round the candidates, starting again with the request's
+// own origin, each drawn on the one pool of MaxRetries and charged to the
+// budget of the origin it goes to. So one request costs at most
+// candidates + MaxRetries upstream calls, hedged copies included.
+
+type fallbacksKey struct{}
+
+// fallbacksUsed is set once WithFallbacks has been called, so that
+// RoundTrip skips the context lookup until then, as for WithMaxRetries.
+var fallbacksUsed atomic.Bool
+
+// requestFallbacks is what WithFallbacks stores: the origins parsed once,
+// or why they could not be.
+type requestFallbacks struct {
+	origins []origin
+	err     error
+}
+
+// WithFallbacks returns a context that gives the requests sent with it
+// these fallback origins, tried in order after the request's own, in
+// place of their policy's Fallbacks. With no origins, those requests have
+// no fallback, so that with MaxRetries 0 they are sent exactly once. An
+// origin is "http://" or "https://" and a host with an optional port; a
+// malformed one makes RoundTrip fail before any attempt, with an error
+// that names it.
+func WithFallbacks(ctx context.Context, origins ...string) context.Context {
+	fallbacksUsed.Store(true)
+	f := &requestFallbacks{}
+	var errs []error
+	for _, s := range origins {
+		o, err := parseOrigin(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.origins = append(f.origins, o)
+	}
+	f.err = errors.Join(errs...)
+	return context.WithValue(ctx, fallbacksKey{}, f)
+}
+
+// fallbacksFor returns the fallback origins of r, from its context or its
+// policy, and an error for a malformed per-request list.
+func fallbacksFor(r *http.Request, p *hostPolicy) ([]origin, error) {
+	if fallbacksUsed.Load() {
+		if f, ok := r.Context().Value(fallbacksKey{}).(*requestFallbacks); ok {
+			return f.origins, f.err
+		}
+	}
+	return p.fallbacks, nil
+}
+
+// usable reports whether a request to own may go to fb: not the same
+// origin, and never from https down to http.
+func usable(own, fb origin) bool {
+	return fb != own && !(own.scheme == "https" && fb.scheme == "http")
+}
+
+// hasUsableFallback reports whether a request to u has a candidate besides
+// its own origin.
+func hasUsableFallback(u *url.URL, fallbacks []origin) bool {
+	own := originOf(u)
+	for _, fb := range fallbacks {
+		if usable(own, fb) {
+			return true
+		}
+	}
+	return false
+}
+
+// setTargets makes the request's candidates: its own origin, then each
+// usable fallback once, with the budget of that origin's host policy.
+func (c *call) setTargets(fallbacks []origin, own target) {
+	c.one[0] = own
+	c.targets = c.one[:]
+	if len(fallbacks) == 0 {
+		return
+	}
+	ownOrigin := originOf(c.req.URL)
+	seen := make([]origin, 0, 1+len(fallbacks))
+	seen = append(seen, ownOrigin)
+	targets := []target{own}
+next:
+	for _, fb := range fallbacks {
+		if !usable(ownOrigin, fb) {
+			continue
+		}
+		for _, s := range seen {
+			if s == fb {
+				continue next
+			}
+		}
+		seen = append(seen, fb)
+		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
+		if p := c.t.policies.lookup(&url.URL{Scheme: fb.scheme, Host: fb.host}); !p.budget.Disabled {
+			tg.budget = c.t.budgets.For(fb.host, p.budget)
+		}
+		targets = append(targets, tg)
+	}
+	if len(targets) > 1 {
+		c.targets = targets
+	}
+}
+
+// untried is the first candidate not yet tried, or nil.
+func (c *call) untried() *target {
+	for i := range c.targets {
+		if !c.targets[i].tried {
+			return &c.targets[i]
+		}
+	}
+	return nil
+}
+
+// route decides where the attempt after a failure at now goes, and after
+// how long: the first attempt of a candidate not yet tried, or a resend.
+// drain is as for admit.
+func (c *call) route(now time.Time, drain time.Duration) (*target, time.Duration, EventKind, Reason) {
+	if tg := c.untried(); tg != nil {
+		if !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline) {
+			return nil, 0, 0, ReasonDeadline
+		}
+		tg.tried = true
+		if tg.budget != nil {
+			tg.budget.Record()
+		}
+		return tg, 0, EventFallback, 0
+	}
+	tg, wait, reason := c.resendTo(now, drain, false)
+	return tg, wait, EventRetry, reason
+}
+
+// routeCopy decides where a hedged copy at now goes: to the next
+// candidate not yet tried, or round the candidates as a resend. A copy is
+// always drawn on the pool and charged as a resend.
+func (c *call) routeCopy(now time.Time) (*target, Reason) {
+	if tg := c.untried(); tg != nil {
+		_, reason := c.admit(tg, now, 0, true)
+		if reason == 0 {
+			reason = c.take(tg, now, 0)
+		}
+		if reason != 0 {
+			return nil, reason
+		}
+		tg.tried = true
+		return tg, 0
+	}
+	tg, _, reason := c.resendTo(now, 0, true)
+	return tg, reason
+}
+
+// resendTo admits and takes a resend (or a copy) round the candidates,
+// from where the last one went: a candidate that cannot take it (its
+// Retry-After, the deadline, its budget) is passed over for the next, and
+// when none can, the reason is the first one's in ring order.
+func (c *call) resendTo(now time.Time, drain time.Duration, copy bool) (*target, time.Duration, Reason) {
+	var first Reason
+	for i := range c.targets {
+		k := (c.ring + i) % len(c.targets)
+		tg := &c.targets[k]
+		wait, reason := c.admit(tg, now, drain, copy)
+		if reason == ReasonExhausted {
+			return nil, 0, reason // the pool is the request's, not a candidate's
+		}
+		if reason == 0 {
+			if reason = c.take(tg, now, wait); reason == 0 {
+				c.ring = k + 1
+				return tg, wait, 0
+			}
+		}
+		if first == 0 {
+			first = reason
+		}
+	}
+	return nil, 0, first
+}
