@@ -1,8 +1,6 @@
 package httpretry
 
 import (
-	"cmp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,6 +97,9 @@ type Budget struct {
 	// forgets it, so that Budgets.last stops answering with it.
 	key     string
 	evicted atomic.Bool
+	// newest is the start of the newest slot a bucket was opened for, so
+	// that Budgets finds its idle hosts with one load per host, not ten.
+	newest atomic.Int64
 	// mu serialises rolling a bucket over, reserving and the ticker.
 	mu      sync.Mutex
 	ticker  *time.Timer
@@ -213,6 +214,9 @@ func (b *Budget) current(now int64, locked bool) *bucket {
 		bk.requests.Store(0)
 		bk.retries.Store(0)
 		bk.start.Store(start)
+		if start > b.newest.Load() {
+			b.newest.Store(start)
+		}
 	}
 	return bk
 }
@@ -260,124 +264,22 @@ func (b *Budget) statsAt(now time.Time) BudgetStats {
 	return BudgetStats{Requests: int(requests), Retries: int(retries)}
 }
 
-// lastActive is the start of the newest slot that counted anything.
-func (b *Budget) lastActive() int64 {
-	var last int64
-	for i := range b.buckets {
-		if s := b.buckets[i].start.Load(); s > last {
-			last = s
-		}
-	}
-	return last
+// idleAt reports the start of the newest slot that counted anything, and
+// whether that lies a whole window or more before now.
+func (b *Budget) idleAt(now int64) (last int64, idle bool) {
+	last = b.newest.Load()
+	return last, last <= now-b.loadParams().window
 }
 
-// Budgets holds the retry budgets of many hosts. Keep one apart from any
-// RetryTransport (see WithBudgets) so that rebuilding a transport, for
-// example on a configuration reload, keeps what the budgets have counted.
-// It forgets hosts idle for a whole window and holds at most 10 000 hosts:
-// when full, it forgets the least recently active tenth. The zero value is ready to use, and a
-// Budgets is safe for concurrent use.
-type Budgets struct {
-	// hosts maps a host to its *Budget. Reads take no lock: For runs on
-	// every request. A host written otherwise than in its canonical form
-	// (lower case, no :80 or :443) is kept as an alias of that form, so
-	// that the common lookup hits first time.
-	hosts sync.Map
-	// last is the budget For returned last: most clients talk to one host
-	// most of the time, and a hit here skips the map.
-	last atomic.Pointer[Budget]
-	// mu serialises insertions and sweeps.
-	mu        sync.Mutex
-	size      int // keys in hosts, aliases included
-	lastSweep int64
-}
-
-// NewBudgets returns an empty registry.
-func NewBudgets() *Budgets { return &Budgets{} }
-
-// For returns host's budget, creating it on first use. A cfg that differs
-// from the one the budget has (a reload) is applied, and the counts are
-// kept. host is URL.Host: it is compared without regard to case, and a
-// port of 80 or 443 is taken as the default one, so that For("h:443") is
-// the budget RetryTransport charges for https://h/.
-func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
-	b := bs.last.Load()
-	if b == nil || b.key != host || b.evicted.Load() {
-		if v, ok := bs.hosts.Load(host); ok {
-			b = v.(*Budget)
-		} else {
-			b = bs.insert(host, time.Now().UnixNano())
-		}
-		if b.key == host {
-			bs.last.Store(b)
-		}
+// stopTicking leaves the host idle: Record will find no current bucket and
+// start ticking again if the budget is still in use.
+func (b *Budget) stopTicking() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cur.Store(nil)
+	if b.ticker != nil {
+		b.ticker.Stop()
 	}
-	b.configure(cfg)
-	return b
-}
-
-func (bs *Budgets) insert(host string, now int64) *Budget {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if b, ok := bs.hosts.Load(host); ok {
-		return b.(*Budget)
-	}
-	lower := canonicalHost(host)
-	var b *Budget
-	if v, ok := bs.hosts.Load(lower); ok {
-		b = v.(*Budget)
-	} else {
-		if now-bs.lastSweep >= int64(budgetSweepEvery) || bs.size >= maxBudgetHosts {
-			bs.sweep(now)
-		}
-		b = &Budget{key: lower}
-		bs.hosts.Store(lower, b)
-		bs.size++
-	}
-	if host != lower {
-		bs.hosts.Store(host, b)
-		bs.size++
-	}
-	return b
-}
-
-// sweep forgets idle hosts and, if the registry is still full, the least
-// recently active tenth of it, so that a registry kept full by many active
-// hosts pays for a scan once per thousand insertions, not on every one.
-// The caller holds bs.mu.
-func (bs *Budgets) sweep(now int64) {
-	bs.lastSweep = now
-	type entry struct {
-		key  any
-		b    *Budget
-		last int64
-	}
-	var active []entry
-	bs.hosts.Range(func(k, v any) bool {
-		b := v.(*Budget)
-		last := b.lastActive()
-		if last <= now-b.loadParams().window {
-			bs.forget(k, b)
-		} else {
-			active = append(active, entry{k, b, last})
-		}
-		return true
-	})
-	if bs.size < maxBudgetHosts {
-		return
-	}
-	slices.SortFunc(active, func(x, y entry) int { return cmp.Compare(x.last, y.last) })
-	for _, e := range active[:max(len(active)/10, 1)] {
-		bs.forget(e.key, e.b)
-	}
-}
-
-// forget removes one key; aliases of the same budget go the same way when
-// their turn comes, as they share its activity.
-func (bs *Budgets) forget(key any, b *Budget) {
-	b.evicted.Store(true)
-	bs.hosts.Delete(key)
-	bs.size--
 }
 
 // canonicalHost is host in lower case without a default port.
