@@ -125,19 +125,6 @@ func (b *Budget) loadParams() *budgetParams {
 	return defaultBudgetParams
 }
 
-// configure applies cfg if it means another budget than the current one;
-// the counts are kept. When transports sharing a Budgets give one host
-// different configs, the last one to send a request wins.
-func (b *Budget) configure(cfg BudgetConfig) {
-	p := b.params.Load()
-	if p != nil && p.cfg == cfg {
-		return // RetryTransport passes resolved configs: the common case
-	}
-	if cfg = cfg.withDefaults(); p == nil || p.cfg != cfg {
-		b.params.Store(newBudgetParams(cfg))
-	}
-}
-
 // Record counts one request. Call it once per request, not per attempt.
 func (b *Budget) Record() {
 	if bk := b.cur.Load(); bk != nil {
@@ -228,9 +215,9 @@ func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
 	ns := now.UnixNano()
-	p := b.loadParams()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	p := b.loadParams()
 	cur := b.current(ns, true)
 	requests, retries := b.sum(ns, p)
 	if retries+1 > max(p.minRetries, p.percent*requests/100) {
@@ -260,6 +247,8 @@ func (b *Budget) sum(now int64, p *budgetParams) (requests, retries int64) {
 func (b *Budget) Stats() BudgetStats { return b.statsAt(time.Now()) }
 
 func (b *Budget) statsAt(now time.Time) BudgetStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	requests, retries := b.sum(now.UnixNano(), b.loadParams())
 	return BudgetStats{Requests: int(requests), Retries: int(retries)}
 }
