@@ -8,16 +8,22 @@ import (
 )
 
 // BudgetConfig sizes a host's retry budget: the share of recent requests
-// that may be resent (retries and hedged copies alike). Its zero value is
-// the default budget: 20 % of the requests of the last 10 s, and at least
-// 10 resends in any 10 s.
+// that may be resent (retries and hedged copies alike), and a floor that
+// lets a quiet host retry its occasional failure. Its zero value is the
+// default budget: 20 % of the requests of the last 10 s, and beyond that
+// share up to 10 resends in any 10 s while the host has floor credit,
+// which it earns back at a fifth of a resend per request.
 type BudgetConfig struct {
 	// Percent is the number of resends allowed per 100 requests in the
-	// window, at most 1000; 0 means 20.
+	// window, at most 1000; 0 means 20. It is also what each request earns
+	// of floor credit: Percent/100 of a resend.
 	Percent int
-	// MinRetries is the number of resends allowed in every window whatever
-	// the volume, so that a quiet client can still retry; 0 means 10, and a
-	// negative value means none (a quiet window grants nothing).
+	// MinRetries is the floor: beyond the share, a resend is granted while
+	// the window holds fewer than MinRetries resends and the host has a
+	// whole floor credit left, which the resend spends. The credit starts
+	// full at MinRetries and never holds more. 0 means 10; a negative value
+	// means no floor and no credit, the strict form where a quiet window
+	// grants nothing.
 	MinRetries int
 	// Window is how far back requests and resends are counted; 0 means 10 s.
 	Window time.Duration
@@ -85,7 +91,9 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 }
 
 // Budget is one host's retry budget: a rolling window of request and resend
-// counts. It is safe for concurrent use; obtain one from Budgets.For.
+// counts, and the host's floor credit (see BudgetConfig.MinRetries). It is
+// safe for concurrent use; obtain one from Budgets.For, which keeps both
+// across reloads.
 type Budget struct {
 	params atomic.Pointer[budgetParams]
 	// cur is the bucket Record adds to while the host is busy, advanced
@@ -100,10 +108,21 @@ type Budget struct {
 	// newest is the start of the newest slot a bucket was opened for, so
 	// that Budgets finds its idle hosts with one load per host, not ten.
 	newest atomic.Int64
-	// mu serialises rolling a bucket over, reserving and the ticker.
+	// mu serialises rolling a bucket over, reserving, reloading, the
+	// ticker and the floor credit below.
 	mu      sync.Mutex
 	ticker  *time.Timer
 	buckets [budgetBuckets]bucket
+	// retired counts the requests of buckets that were emptied for a newer
+	// slot, so that retired plus what the buckets hold is every request
+	// ever recorded: the credit is earned from that count, under mu, and
+	// Record stays one atomic add.
+	retired int64
+	// paid is the count of requests already turned into credit.
+	paid int64
+	// debt is how far the floor credit is below full, in hundredths of a
+	// resend: the zero Budget starts full.
+	debt int64
 }
 
 type bucket struct {
@@ -114,8 +133,10 @@ type bucket struct {
 
 // BudgetStats counts what a Budget saw in its current window.
 type BudgetStats struct {
-	Requests int // requests recorded
-	Retries  int // resends granted
+	Requests  int // requests recorded
+	Retries   int // resends granted
+	Allowance int // Percent·Requests/100: the resends the window's requests earn
+	Credit    int // whole floor credits left: resends the floor may still grant beyond Allowance
 }
 
 func (b *Budget) loadParams() *budgetParams {
@@ -198,7 +219,7 @@ func (b *Budget) current(now int64, locked bool) *bucket {
 		defer b.mu.Unlock()
 	}
 	if bk.start.Load() != start {
-		bk.requests.Store(0)
+		b.retired += bk.requests.Swap(0)
 		bk.retries.Store(0)
 		bk.start.Store(start)
 		if start > b.newest.Load() {
@@ -208,9 +229,13 @@ func (b *Budget) current(now int64, locked bool) *bucket {
 	return bk
 }
 
-// TryReserve grants one resend if the window allows it and charges it in
+// TryReserve grants one resend if the budget allows it and charges it in
 // the same step, so that concurrent callers cannot overdraw the budget. A
-// resend is granted while retries+1 ≤ max(MinRetries, Percent·requests/100).
+// resend is granted while retries+1 ≤ Percent·requests/100 in the window
+// (the share), or else while retries+1 ≤ MinRetries and the host has a
+// whole floor credit, which the grant spends. So a window never grants
+// more than max(share, MinRetries), and over time a host's resends beyond
+// its share are at most MinRetries plus Percent of its requests.
 func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
@@ -219,9 +244,14 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 	defer b.mu.Unlock()
 	p := b.loadParams()
 	cur := b.current(ns, true)
-	requests, retries := b.sum(ns, p)
-	if retries+1 > max(p.minRetries, p.percent*requests/100) {
+	requests, retries, recorded := b.sum(ns, p)
+	b.settle(p, recorded)
+	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
+	if !grant {
 		return false
+	}
+	if spend {
+		b.debt += creditUnit
 	}
 	cur.retries.Add(1)
 	return true
@@ -231,26 +261,38 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 // bucket of the next slot counts too: another goroutine whose clock read
 // came a little later may have opened it, and what it charged there must
 // not be overlooked, or two callers on either side of a slot edge could
-// both be granted the last resend.
-func (b *Budget) sum(now int64, p *budgetParams) (requests, retries int64) {
+// both be granted the last resend. recorded is every request the budget
+// ever counted. The caller holds b.mu.
+func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, recorded int64) {
+	recorded = b.retired
 	for i := range b.buckets {
 		bk := &b.buckets[i]
+		n := bk.requests.Load()
+		recorded += n
 		if s := bk.start.Load(); s > now-p.window && s <= now+p.slot {
-			requests += bk.requests.Load()
+			requests += n
 			retries += bk.retries.Load()
 		}
 	}
-	return requests, retries
+	return requests, retries, recorded
 }
 
-// Stats reports the requests and resends counted in the current window.
+// Stats reports the requests and resends counted in the current window,
+// the allowance they earn, and the floor credit left.
 func (b *Budget) Stats() BudgetStats { return b.statsAt(time.Now()) }
 
 func (b *Budget) statsAt(now time.Time) BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	requests, retries := b.sum(now.UnixNano(), b.loadParams())
-	return BudgetStats{Requests: int(requests), Retries: int(retries)}
+	p := b.loadParams()
+	requests, retries, recorded := b.sum(now.UnixNano(), p)
+	b.settle(p, recorded)
+	return BudgetStats{
+		Requests:  int(requests),
+		Retries:   int(retries),
+		Allowance: int(p.percent * requests / 100),
+		Credit:    int((p.floorCap() - b.debt) / creditUnit),
+	}
 }
 
 // idleAt reports the start of the newest slot that counted anything, and

@@ -11,9 +11,9 @@ import (
 // Budgets holds the retry budgets of many hosts. Keep one apart from any
 // RetryTransport (see WithBudgets) so that rebuilding a transport, for
 // example on a configuration reload, keeps what the budgets have counted.
-// It forgets hosts idle for a whole window and holds at most 10 000 hosts,
-// however their names are spelled: when full, it forgets the least
-// recently active tenth. The zero value is ready to use, and a Budgets is
+// It forgets hosts idle for a whole window once their floor credit is full
+// again, and holds at most 10 000 hosts, however their names are spelled:
+// when full, it forgets the least recently active tenth. The zero value is ready to use, and a Budgets is
 // safe for concurrent use.
 type Budgets struct {
 	// hosts maps a canonical host (see canonicalHost) to its *Budget, and
@@ -82,8 +82,8 @@ func (bs *Budgets) insert(key string, now int64) *Budget {
 	return b
 }
 
-// sweep forgets idle hosts and, if the registry is still full, the least
-// recently active tenth of it, so that a registry kept full by many active
+// sweep forgets idle hosts whose floor credit is full and, if the registry
+// is still full, the least recently active tenth of it, so that a registry kept full by many active
 // hosts pays for a scan once per thousand insertions, not on every one.
 // The caller holds bs.mu.
 func (bs *Budgets) sweep(now int64) {
@@ -96,7 +96,7 @@ func (bs *Budgets) sweep(now int64) {
 	var active []entry
 	bs.hosts.Range(func(k, v any) bool {
 		b := v.(*Budget)
-		if last, idle := b.idleAt(now); idle {
+		if last, idle := b.idleAt(now); idle && b.creditFullAt(now) {
 			bs.forget(k.(string), b)
 		} else {
 			active = append(active, entry{k.(string), b, last})

@@ -16,16 +16,25 @@ func (b *Budget) configure(cfg BudgetConfig) {
 }
 
 // reloadAt applies cfg, whose defaults are resolved, at the instant now.
-// A new Window cuts time into other slots, so the counts are moved to the
-// slots of the new window first: a reload keeps what was counted.
+// A reload keeps what was counted and the floor credit: the requests so
+// far are paid in at the old Percent, the credit is capped at the new
+// MinRetries, and a new Window, which cuts time into other slots, has the
+// counts moved to its slots. A Budget's first config is its own: the
+// credit starts full at its MinRetries.
 func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := b.loadParams()
-	if b.params.Load() != nil && old.cfg == cfg {
+	first := b.params.Load() == nil
+	if !first && old.cfg == cfg {
 		return // another caller applied it first
 	}
 	p := newBudgetParams(cfg)
+	if !first {
+		_, _, recorded := b.sum(now, old)
+		b.settle(old, recorded)
+		b.recap(old, p)
+	}
 	if p.slot == old.slot {
 		b.params.Store(p)
 		return
@@ -61,6 +70,7 @@ func (b *Budget) rebucket(now int64, old, p *budgetParams) {
 	}
 	for _, m := range moved {
 		if m.at < 0 {
+			b.retired += m.requests
 			continue
 		}
 		start := m.at - m.at%p.slot
