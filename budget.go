@@ -131,12 +131,14 @@ type bucket struct {
 	retries  atomic.Int64
 }
 
-// BudgetStats counts what a Budget saw in its current window.
+// BudgetStats counts what a Budget saw in its current window. It reads and
+// writes JSON with its field names in lower camel case, as Budgets.String
+// shows it.
 type BudgetStats struct {
-	Requests  int // requests recorded
-	Retries   int // resends granted
-	Allowance int // Percent·Requests/100: the resends the window's requests earn
-	Credit    int // whole floor credits left: resends the floor may still grant beyond Allowance
+	Requests  int `json:"requests"`  // requests recorded
+	Retries   int `json:"retries"`   // resends granted
+	Allowance int `json:"allowance"` // Percent·Requests/100: the resends the window's requests earn
+	Credit    int `json:"credit"`    // whole floor credits left: resends the floor may still grant beyond Allowance
 }
 
 func (b *Budget) loadParams() *budgetParams {
