@@ -85,9 +85,10 @@ func TestBudgetsMillionHostsBounded(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("%d keys, heap grew by %d KiB (%d B per key)", len(reg), grew>>10, grew/int64(len(reg)))
-	// About 0.6 KiB per host; a forgotten budget must not stay reachable
-	// (through its ticker, say), or a million of them would be ~600 MiB.
-	assert.Less(t, grew, int64(16<<20), "heap held by a full registry")
+	// About 1.2 KiB per host held (12 MiB), ticker included; a forgotten
+	// budget must not stay reachable (through its ticker, say): before
+	// forgetting stopped it, this test measured 150 MiB.
+	assert.Less(t, grew, int64(24<<20), "heap held by a full registry")
 	runtime.KeepAlive(bs)
 }
 

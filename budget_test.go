@@ -431,6 +431,10 @@ func TestBudgetNoAllocations(t *testing.T) {
 		bs.For("api.example.com", BudgetConfig{}).recordAt(bt0)
 	})
 	assert.Zero(t, allocs, "For on a known lower-case host")
+	allocs = testing.AllocsPerRun(1000, func() {
+		bs.For("api.example.com:443", BudgetConfig{}).recordAt(bt0)
+	})
+	assert.Zero(t, allocs, "For on another lower-case spelling of the host it returned last")
 }
 
 func TestBudgetsForAfterEviction(t *testing.T) {
