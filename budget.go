@@ -46,6 +46,9 @@ const (
 
 	// budgetSweepEvery is how often an insertion also forgets idle hosts.
 	budgetSweepEvery = 10 * time.Second
+
+	// maxBudgetMinRetries is the largest floor a budget applies.
+	maxBudgetMinRetries = 1 << 30
 )
 
 // budgetParams is a BudgetConfig with its defaults resolved, kept beside
@@ -82,9 +85,11 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 	cfg = cfg.withDefaults()
 	window := int64(cfg.Window)
 	return &budgetParams{
-		cfg:        cfg,
-		percent:    int64(cfg.Percent),
-		minRetries: int64(max(cfg.MinRetries, 0)),
+		cfg: cfg,
+		// Budgets.For takes configs that Validate never saw: the clamps
+		// keep every count of hundredths far from overflowing.
+		percent:    min(max(int64(cfg.Percent), 0), maxBudgetPercent),
+		minRetries: min(max(int64(cfg.MinRetries), 0), maxBudgetMinRetries),
 		window:     window,
 		slot:       max(window/budgetBuckets, 1),
 	}

@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -254,4 +255,41 @@ func TestQuietHostInALongOutage(t *testing.T) {
 	assert.Equal(t, want-requests, resends)
 	host := strings.TrimPrefix(up.URL, "http://")
 	assert.Equal(t, 0, budgets.For(host, p.Budget).Stats().Credit)
+}
+
+// TestBudgetFloorUnvalidatedConfigs: Budgets.For takes configs Validate
+// never saw; out-of-range values neither overflow nor make the credit
+// negative.
+func TestBudgetFloorUnvalidatedConfigs(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   BudgetConfig
+		share int
+	}{
+		{"negative percent: no share, no earnings", BudgetConfig{Percent: -5, MinRetries: 2}, 0},
+		{"huge percent: 1000", BudgetConfig{Percent: math.MaxInt, MinRetries: 2}, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newTestBudget(tt.cfg)
+			b.recordAt(bt0)
+			granted := reserveAll(t, b, bt0)
+			s := b.statsAt(bt0)
+			assert.Equal(t, tt.share, s.Allowance)
+			assert.GreaterOrEqual(t, s.Credit, 0)
+			assert.GreaterOrEqual(t, granted, tt.share)
+			for k := 1; k <= 3; k++ {
+				quiet := budgetAt(time.Duration(k) * time.Hour)
+				b.recordAt(quiet)
+				reserveAll(t, b, quiet)
+				assert.GreaterOrEqual(t, b.statsAt(quiet).Credit, 0)
+			}
+		})
+	}
+
+	huge := newTestBudget(BudgetConfig{MinRetries: math.MaxInt})
+	recordTimes(huge, 1000, bt0)
+	assert.True(t, huge.tryReserveAt(bt0))
+	assert.Equal(t, BudgetStats{Requests: 1000, Retries: 1, Allowance: 200, Credit: maxBudgetMinRetries}, huge.statsAt(bt0),
+		"a floor of MaxInt is clamped, and a share grant spends no credit")
 }
