@@ -1,8 +1,6 @@
 package httpretry
 
 import (
-	"cmp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,16 +8,22 @@ import (
 )
 
 // BudgetConfig sizes a host's retry budget: the share of recent requests
-// that may be resent (retries and hedged copies alike). Its zero value is
-// the default budget: 20 % of the requests of the last 10 s, and at least
-// 10 resends in any 10 s.
+// that may be resent (retries and hedged copies alike), and a floor that
+// lets a quiet host retry its occasional failure. Its zero value is the
+// default budget: 20 % of the requests of the last 10 s, and beyond that
+// share up to 10 resends in any 10 s while the host has floor credit,
+// which it earns back at a fifth of a resend per request.
 type BudgetConfig struct {
 	// Percent is the number of resends allowed per 100 requests in the
-	// window, at most 1000; 0 means 20.
+	// window, at most 1000; 0 means 20. It is also what each request earns
+	// of floor credit: Percent/100 of a resend.
 	Percent int
-	// MinRetries is the number of resends allowed in every window whatever
-	// the volume, so that a quiet client can still retry; 0 means 10, and a
-	// negative value means none (a quiet window grants nothing).
+	// MinRetries is the floor: beyond the share, a resend is granted while
+	// the window holds fewer than MinRetries resends and the host has a
+	// whole floor credit left, which the resend spends. The credit starts
+	// full at MinRetries and never holds more. 0 means 10; a negative value
+	// means no floor and no credit, the strict form where a quiet window
+	// grants nothing.
 	MinRetries int
 	// Window is how far back requests and resends are counted; 0 means 10 s.
 	Window time.Duration
@@ -42,6 +46,9 @@ const (
 
 	// budgetSweepEvery is how often an insertion also forgets idle hosts.
 	budgetSweepEvery = 10 * time.Second
+
+	// maxBudgetMinRetries is the largest floor a budget applies.
+	maxBudgetMinRetries = 1 << 30
 )
 
 // budgetParams is a BudgetConfig with its defaults resolved, kept beside
@@ -78,16 +85,20 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 	cfg = cfg.withDefaults()
 	window := int64(cfg.Window)
 	return &budgetParams{
-		cfg:        cfg,
-		percent:    int64(cfg.Percent),
-		minRetries: int64(max(cfg.MinRetries, 0)),
+		cfg: cfg,
+		// Budgets.For takes configs that Validate never saw: the clamps
+		// keep every count of hundredths far from overflowing.
+		percent:    min(max(int64(cfg.Percent), 0), maxBudgetPercent),
+		minRetries: min(max(int64(cfg.MinRetries), 0), maxBudgetMinRetries),
 		window:     window,
 		slot:       max(window/budgetBuckets, 1),
 	}
 }
 
 // Budget is one host's retry budget: a rolling window of request and resend
-// counts. It is safe for concurrent use; obtain one from Budgets.For.
+// counts, and the host's floor credit (see BudgetConfig.MinRetries). It is
+// safe for concurrent use; obtain one from Budgets.For, which keeps both
+// across reloads.
 type Budget struct {
 	params atomic.Pointer[budgetParams]
 	// cur is the bucket Record adds to while the host is busy, advanced
@@ -99,10 +110,24 @@ type Budget struct {
 	// forgets it, so that Budgets.last stops answering with it.
 	key     string
 	evicted atomic.Bool
-	// mu serialises rolling a bucket over, reserving and the ticker.
+	// newest is the start of the newest slot a bucket was opened for, so
+	// that Budgets finds its idle hosts with one load per host, not ten.
+	newest atomic.Int64
+	// mu serialises rolling a bucket over, reserving, reloading, the
+	// ticker and the floor credit below.
 	mu      sync.Mutex
 	ticker  *time.Timer
 	buckets [budgetBuckets]bucket
+	// retired counts the requests of buckets that were emptied for a newer
+	// slot, so that retired plus what the buckets hold is every request
+	// ever recorded: the credit is earned from that count, under mu, and
+	// Record stays one atomic add.
+	retired int64
+	// paid is the count of requests already turned into credit.
+	paid int64
+	// debt is how far the floor credit is below full, in hundredths of a
+	// resend: the zero Budget starts full.
+	debt int64
 }
 
 type bucket struct {
@@ -111,10 +136,14 @@ type bucket struct {
 	retries  atomic.Int64
 }
 
-// BudgetStats counts what a Budget saw in its current window.
+// BudgetStats counts what a Budget saw in its current window. It reads and
+// writes JSON with its field names in lower camel case, as Budgets.String
+// shows it.
 type BudgetStats struct {
-	Requests int // requests recorded
-	Retries  int // resends granted
+	Requests  int `json:"requests"`  // requests recorded
+	Retries   int `json:"retries"`   // resends granted
+	Allowance int `json:"allowance"` // Percent·Requests/100: the resends the window's requests earn
+	Credit    int `json:"credit"`    // whole floor credits left: resends the floor may still grant beyond Allowance
 }
 
 func (b *Budget) loadParams() *budgetParams {
@@ -122,19 +151,6 @@ func (b *Budget) loadParams() *budgetParams {
 		return p
 	}
 	return defaultBudgetParams
-}
-
-// configure applies cfg if it means another budget than the current one;
-// the counts are kept. When transports sharing a Budgets give one host
-// different configs, the last one to send a request wins.
-func (b *Budget) configure(cfg BudgetConfig) {
-	p := b.params.Load()
-	if p != nil && p.cfg == cfg {
-		return // RetryTransport passes resolved configs: the common case
-	}
-	if cfg = cfg.withDefaults(); p == nil || p.cfg != cfg {
-		b.params.Store(newBudgetParams(cfg))
-	}
 }
 
 // Record counts one request. Call it once per request, not per attempt.
@@ -210,27 +226,39 @@ func (b *Budget) current(now int64, locked bool) *bucket {
 		defer b.mu.Unlock()
 	}
 	if bk.start.Load() != start {
-		bk.requests.Store(0)
+		b.retired += bk.requests.Swap(0)
 		bk.retries.Store(0)
 		bk.start.Store(start)
+		if start > b.newest.Load() {
+			b.newest.Store(start)
+		}
 	}
 	return bk
 }
 
-// TryReserve grants one resend if the window allows it and charges it in
+// TryReserve grants one resend if the budget allows it and charges it in
 // the same step, so that concurrent callers cannot overdraw the budget. A
-// resend is granted while retries+1 ≤ max(MinRetries, Percent·requests/100).
+// resend is granted while retries+1 ≤ Percent·requests/100 in the window
+// (the share), or else while retries+1 ≤ MinRetries and the host has a
+// whole floor credit, which the grant spends. So a window never grants
+// more than max(share, MinRetries), and over time a host's resends beyond
+// its share are at most MinRetries plus Percent of its requests.
 func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
 	ns := now.UnixNano()
-	p := b.loadParams()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	p := b.loadParams()
 	cur := b.current(ns, true)
-	requests, retries := b.sum(ns, p)
-	if retries+1 > max(p.minRetries, p.percent*requests/100) {
+	requests, retries, recorded := b.sum(ns, p)
+	b.settle(p, recorded)
+	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
+	if !grant {
 		return false
+	}
+	if spend {
+		b.debt += creditUnit
 	}
 	cur.retries.Add(1)
 	return true
@@ -240,144 +268,56 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 // bucket of the next slot counts too: another goroutine whose clock read
 // came a little later may have opened it, and what it charged there must
 // not be overlooked, or two callers on either side of a slot edge could
-// both be granted the last resend.
-func (b *Budget) sum(now int64, p *budgetParams) (requests, retries int64) {
+// both be granted the last resend. recorded is every request the budget
+// ever counted. The caller holds b.mu.
+func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, recorded int64) {
+	recorded = b.retired
 	for i := range b.buckets {
 		bk := &b.buckets[i]
+		n := bk.requests.Load()
+		recorded += n
 		if s := bk.start.Load(); s > now-p.window && s <= now+p.slot {
-			requests += bk.requests.Load()
+			requests += n
 			retries += bk.retries.Load()
 		}
 	}
-	return requests, retries
+	return requests, retries, recorded
 }
 
-// Stats reports the requests and resends counted in the current window.
+// Stats reports the requests and resends counted in the current window,
+// the allowance they earn, and the floor credit left.
 func (b *Budget) Stats() BudgetStats { return b.statsAt(time.Now()) }
 
 func (b *Budget) statsAt(now time.Time) BudgetStats {
-	requests, retries := b.sum(now.UnixNano(), b.loadParams())
-	return BudgetStats{Requests: int(requests), Retries: int(retries)}
-}
-
-// lastActive is the start of the newest slot that counted anything.
-func (b *Budget) lastActive() int64 {
-	var last int64
-	for i := range b.buckets {
-		if s := b.buckets[i].start.Load(); s > last {
-			last = s
-		}
-	}
-	return last
-}
-
-// Budgets holds the retry budgets of many hosts. Keep one apart from any
-// RetryTransport (see WithBudgets) so that rebuilding a transport, for
-// example on a configuration reload, keeps what the budgets have counted.
-// It forgets hosts idle for a whole window and holds at most 10 000 hosts:
-// when full, it forgets the least recently active tenth. The zero value is ready to use, and a
-// Budgets is safe for concurrent use.
-type Budgets struct {
-	// hosts maps a host to its *Budget. Reads take no lock: For runs on
-	// every request. A host written otherwise than in its canonical form
-	// (lower case, no :80 or :443) is kept as an alias of that form, so
-	// that the common lookup hits first time.
-	hosts sync.Map
-	// last is the budget For returned last: most clients talk to one host
-	// most of the time, and a hit here skips the map.
-	last atomic.Pointer[Budget]
-	// mu serialises insertions and sweeps.
-	mu        sync.Mutex
-	size      int // keys in hosts, aliases included
-	lastSweep int64
-}
-
-// NewBudgets returns an empty registry.
-func NewBudgets() *Budgets { return &Budgets{} }
-
-// For returns host's budget, creating it on first use. A cfg that differs
-// from the one the budget has (a reload) is applied, and the counts are
-// kept. host is URL.Host: it is compared without regard to case, and a
-// port of 80 or 443 is taken as the default one, so that For("h:443") is
-// the budget RetryTransport charges for https://h/.
-func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
-	b := bs.last.Load()
-	if b == nil || b.key != host || b.evicted.Load() {
-		if v, ok := bs.hosts.Load(host); ok {
-			b = v.(*Budget)
-		} else {
-			b = bs.insert(host, time.Now().UnixNano())
-		}
-		if b.key == host {
-			bs.last.Store(b)
-		}
-	}
-	b.configure(cfg)
-	return b
-}
-
-func (bs *Budgets) insert(host string, now int64) *Budget {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if b, ok := bs.hosts.Load(host); ok {
-		return b.(*Budget)
-	}
-	lower := canonicalHost(host)
-	var b *Budget
-	if v, ok := bs.hosts.Load(lower); ok {
-		b = v.(*Budget)
-	} else {
-		if now-bs.lastSweep >= int64(budgetSweepEvery) || bs.size >= maxBudgetHosts {
-			bs.sweep(now)
-		}
-		b = &Budget{key: lower}
-		bs.hosts.Store(lower, b)
-		bs.size++
-	}
-	if host != lower {
-		bs.hosts.Store(host, b)
-		bs.size++
-	}
-	return b
-}
-
-// sweep forgets idle hosts and, if the registry is still full, the least
-// recently active tenth of it, so that a registry kept full by many active
-// hosts pays for a scan once per thousand insertions, not on every one.
-// The caller holds bs.mu.
-func (bs *Budgets) sweep(now int64) {
-	bs.lastSweep = now
-	type entry struct {
-		key  any
-		b    *Budget
-		last int64
-	}
-	var active []entry
-	bs.hosts.Range(func(k, v any) bool {
-		b := v.(*Budget)
-		last := b.lastActive()
-		if last <= now-b.loadParams().window {
-			bs.forget(k, b)
-		} else {
-			active = append(active, entry{k, b, last})
-		}
-		return true
-	})
-	if bs.size < maxBudgetHosts {
-		return
-	}
-	slices.SortFunc(active, func(x, y entry) int { return cmp.Compare(x.last, y.last) })
-	for _, e := range active[:max(len(active)/10, 1)] {
-		bs.forget(e.key, e.b)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.loadParams()
+	requests, retries, recorded := b.sum(now.UnixNano(), p)
+	b.settle(p, recorded)
+	return BudgetStats{
+		Requests:  int(requests),
+		Retries:   int(retries),
+		Allowance: int(p.percent * requests / 100),
+		Credit:    int((p.floorCap() - b.debt) / creditUnit),
 	}
 }
 
-// forget removes one key; aliases of the same budget go the same way when
-// their turn comes, as they share its activity.
-func (bs *Budgets) forget(key any, b *Budget) {
-	b.evicted.Store(true)
-	bs.hosts.Delete(key)
-	bs.size--
+// idleAt reports the start of the newest slot that counted anything, and
+// whether that lies a whole window or more before now.
+func (b *Budget) idleAt(now int64) (last int64, idle bool) {
+	last = b.newest.Load()
+	return last, last <= now-b.loadParams().window
+}
+
+// stopTicking leaves the host idle: Record will find no current bucket and
+// start ticking again if the budget is still in use.
+func (b *Budget) stopTicking() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cur.Store(nil)
+	if b.ticker != nil {
+		b.ticker.Stop()
+	}
 }
 
 // canonicalHost is host in lower case without a default port.

@@ -359,7 +359,8 @@ func TestBudgetRefusesResendsBeyondItsShare(t *testing.T) {
 	}
 	assert.Equal(t, map[Reason]int{ReasonBudget: 10}, reasons)
 	host := strings.TrimPrefix(up.URL, "http://")
-	assert.Equal(t, BudgetStats{Requests: 10, Retries: 2}, budgets.For(host, p.Budget).Stats())
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 2, Allowance: 1}, budgets.For(host, p.Budget).Stats(),
+		"the floor spent; 0.9 credit earned back")
 }
 
 func TestWithMaxRetriesOverridesThePolicy(t *testing.T) {

@@ -14,15 +14,19 @@ import (
 // TestBudgetBoundsUpstreamCalls sends bursts of GETs to an upstream that
 // answers every call with 503, and counts the calls that reach it: never
 // more than requests + max(MinRetries, Percent·requests/100) per window,
-// whether one transport sends or a fleet sharing one Budgets.
+// whether one transport sends or a fleet sharing one Budgets; and the floor
+// spent in one window is not granted afresh in the next.
 func TestBudgetBoundsUpstreamCalls(t *testing.T) {
 	cases := []struct {
 		name       string
 		budget     httpretry.BudgetConfig
 		transports int
 		bursts     []int // requests per burst; bursts are a window apart
-		// minRetries is the least the budget must still grant per burst.
+		// minRetries is the least the budget must still grant in the
+		// first burst.
 		minRetries int
+		// later is what it grants in each later burst, exactly.
+		later int
 	}{
 		{name: "one transport", budget: httpretry.BudgetConfig{Percent: 10, MinRetries: 5, Window: time.Hour},
 			transports: 1, bursts: []int{200}, minRetries: 5},
@@ -30,8 +34,10 @@ func TestBudgetBoundsUpstreamCalls(t *testing.T) {
 			transports: 4, bursts: []int{200}, minRetries: 5},
 		{name: "strict: a quiet window grants nothing", budget: httpretry.BudgetConfig{Percent: 10, MinRetries: -1, Window: time.Hour},
 			transports: 1, bursts: []int{5}, minRetries: 0},
-		{name: "the window rolls and refills", budget: httpretry.BudgetConfig{Percent: 1, MinRetries: 3, Window: 400 * time.Millisecond},
-			transports: 1, bursts: []int{10, 10, 10}, minRetries: 3},
+		// 1 % of 10 requests is no share, and earns 0.1 of a floor credit:
+		// the 3 credits the first burst spends are not back a window later.
+		{name: "the window rolls, the floor is earned", budget: httpretry.BudgetConfig{Percent: 1, MinRetries: 3, Window: 400 * time.Millisecond},
+			transports: 1, bursts: []int{10, 10, 10}, minRetries: 3, later: 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +83,11 @@ func TestBudgetBoundsUpstreamCalls(t *testing.T) {
 				calls := int(up.calls.Load() - before)
 				t.Logf("burst %d: %d requests, %d upstream calls, limit %d", b+1, n, calls, budgetLimit(n, tc.budget))
 				assert.LessOrEqual(t, calls, budgetLimit(n, tc.budget), "upstream calls beyond the budget")
-				assert.GreaterOrEqual(t, calls, n+tc.minRetries, "the budget granted less than MinRetries")
+				if b == 0 {
+					assert.GreaterOrEqual(t, calls, n+tc.minRetries, "the budget granted less than MinRetries")
+				} else {
+					assert.Equal(t, n+tc.later, calls, "resends in a later window")
+				}
 			}
 		})
 	}

@@ -45,8 +45,10 @@ func one(p httpretry.Policy, r request) func(*flakyServer) {
 }
 
 // burst sends 100 concurrent GETs to an upstream that always fails. Without
-// a budget each would be sent 4 times; the default budget allows 20 % of
-// the requests (at least 10) as resends in a 10 s window.
+// a budget each would be sent 4 times; the default budget allows as resends
+// 20 % of the requests of the last 10 s, and beyond that share at most 10
+// in the window from its floor credit, which each request earns back at a
+// fifth of a resend: here the share, 20.
 func burst(srv *flakyServer) {
 	p := httpretry.DefaultPolicy()
 	p.Backoff = httpretry.ExponentialJitter(10*time.Millisecond, 50*time.Millisecond)

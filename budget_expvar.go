@@ -1,0 +1,53 @@
+package httpretry
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Range calls fn for every host bs holds, in order of host name, with the
+// host's BudgetStats, all taken at one instant, until fn returns false. It
+// holds no lock while fn runs, so fn may use bs.
+func (bs *Budgets) Range(fn func(host string, s BudgetStats) bool) {
+	type entry struct {
+		host string
+		b    *Budget
+	}
+	var hosts []entry
+	bs.hosts.Range(func(k, v any) bool {
+		hosts = append(hosts, entry{k.(string), v.(*Budget)})
+		return true
+	})
+	slices.SortFunc(hosts, func(x, y entry) int { return cmp.Compare(x.host, y.host) })
+	now := time.Now()
+	for _, e := range hosts {
+		if !fn(e.host, e.b.statsAt(now)) {
+			return
+		}
+	}
+}
+
+// String returns bs as a JSON object keyed by host, each value that host's
+// BudgetStats, so that a *Budgets is an expvar.Var:
+// expvar.Publish("httpretry", budgets) shows every host's window at
+// /debug/vars.
+func (bs *Budgets) String() string {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	bs.Range(func(host string, s BudgetStats) bool {
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		k, _ := json.Marshal(host) // a string and a struct of ints cannot fail
+		v, _ := json.Marshal(s)
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(v)
+		return true
+	})
+	buf.WriteByte('}')
+	return buf.String()
+}

@@ -1,0 +1,91 @@
+package httpretry
+
+import (
+	"encoding/json"
+	"expvar"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var _ expvar.Var = (*Budgets)(nil)
+
+func TestBudgetsRange(t *testing.T) {
+	var empty Budgets
+	empty.Range(func(string, BudgetStats) bool {
+		t.Fatal("an empty registry has no host")
+		return true
+	})
+
+	bs := NewBudgets()
+	cfg := BudgetConfig{Percent: 50, MinRetries: 3, Window: time.Hour}
+	c := bs.For("c.example", cfg)
+	for range 4 {
+		c.Record()
+	}
+	for c.TryReserve() {
+	}
+	bs.For("A.example:443", cfg).Record()
+	bs.For("b.example:8443", BudgetConfig{MinRetries: -1})
+
+	type visit struct {
+		host string
+		s    BudgetStats
+	}
+	var got []visit
+	bs.Range(func(host string, s BudgetStats) bool {
+		got = append(got, visit{host, s})
+		return true
+	})
+	assert.Equal(t, []visit{
+		{"a.example", BudgetStats{Requests: 1, Credit: 3}},
+		{"b.example:8443", BudgetStats{}},
+		{"c.example", BudgetStats{Requests: 4, Retries: 3, Allowance: 2, Credit: 2}},
+	}, got, "in order of host name; c: 2 by its share, 1 by its credit")
+
+	n := 0
+	bs.Range(func(host string, s BudgetStats) bool {
+		n++
+		bs.For(host, cfg) // no lock is held
+		return false
+	})
+	assert.Equal(t, 1, n, "false stops it")
+}
+
+func TestBudgetsString(t *testing.T) {
+	var empty Budgets
+	assert.Equal(t, "{}", empty.String())
+
+	bs := NewBudgets()
+	b := bs.For("api.example.com", BudgetConfig{})
+	b.Record()
+	require.True(t, b.TryReserve())
+	bs.For(`odd"<host>`, BudgetConfig{})
+	assert.JSONEq(t, `{
+		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9},
+		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10}
+	}`, bs.String())
+
+	var m map[string]BudgetStats
+	require.NoError(t, json.Unmarshal([]byte(bs.String()), &m))
+	assert.Equal(t, BudgetStats{Requests: 1, Retries: 1, Credit: 9}, m["api.example.com"])
+}
+
+var publishOnce sync.Once
+
+// TestBudgetsAsExpvar publishes a registry as expvar does it at
+// /debug/vars (once: expvar forbids publishing a name twice).
+func TestBudgetsAsExpvar(t *testing.T) {
+	const name = "httpretry-test-budgets"
+	bs := NewBudgets()
+	publishOnce.Do(func() { expvar.Publish(name, bs) })
+	published, ok := expvar.Get(name).(*Budgets)
+	require.True(t, ok)
+	published.For("expvar.example", BudgetConfig{}).Record()
+	var m map[string]BudgetStats
+	require.NoError(t, json.Unmarshal([]byte(expvar.Get(name).String()), &m))
+	assert.Equal(t, 1, m["expvar.example"].Requests)
+}

@@ -1,0 +1,123 @@
+package httpretry
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Budgets holds the retry budgets of many hosts. Keep one apart from any
+// RetryTransport (see WithBudgets) so that rebuilding a transport, for
+// example on a configuration reload, keeps what the budgets have counted.
+// It forgets hosts idle for a whole window once their floor credit is full
+// again, and holds at most 10 000 hosts, however their names are spelled:
+// when full, it forgets the least recently active tenth. The zero value is ready to use, and a Budgets is
+// safe for concurrent use.
+type Budgets struct {
+	// hosts maps a canonical host (see canonicalHost) to its *Budget, and
+	// nothing else: whoever writes the URLs chooses the spellings, so a
+	// spelling must never cost an entry. Reads take no lock: For runs on
+	// every request.
+	hosts sync.Map
+	// last is the budget For returned last: most clients talk to one host
+	// most of the time, and a hit here skips canonicalising the name and
+	// the map, so that the common call costs no allocation and no lock.
+	last atomic.Pointer[Budget]
+	// mu serialises insertions and sweeps.
+	mu        sync.Mutex
+	size      int // keys in hosts
+	lastSweep int64
+}
+
+// NewBudgets returns an empty registry.
+func NewBudgets() *Budgets { return &Budgets{} }
+
+// For returns host's budget, creating it on first use. A cfg that differs
+// from the one the budget has (a reload) is applied, and the counts are
+// kept. host is URL.Host: it is compared without regard to case, and a
+// port of 80 or 443 is taken as the default one, so that For("h:443") is
+// the budget RetryTransport charges for https://h/.
+func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
+	b := bs.last.Load()
+	if b == nil || b.key != host || b.evicted.Load() {
+		b = bs.lookup(canonicalHost(host), b)
+	}
+	b.configure(cfg)
+	return b
+}
+
+// lookup returns the budget of key, a canonical host, creating it if need
+// be; last is the budget For returned last, which another spelling of the
+// same host still finds without the map.
+func (bs *Budgets) lookup(key string, last *Budget) *Budget {
+	if last != nil && last.key == key && !last.evicted.Load() {
+		return last
+	}
+	var b *Budget
+	if v, ok := bs.hosts.Load(key); ok {
+		b = v.(*Budget)
+	} else {
+		b = bs.insert(key, time.Now().UnixNano())
+	}
+	bs.last.Store(b)
+	return b
+}
+
+// insert returns the budget of key, a canonical host, adding it if it is
+// not there yet.
+func (bs *Budgets) insert(key string, now int64) *Budget {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b, ok := bs.hosts.Load(key); ok {
+		return b.(*Budget)
+	}
+	if now-bs.lastSweep >= int64(budgetSweepEvery) || bs.size >= maxBudgetHosts {
+		bs.sweep(now)
+	}
+	b := &Budget{key: key}
+	bs.hosts.Store(key, b)
+	bs.size++
+	return b
+}
+
+// sweep forgets idle hosts whose floor credit is full and, if the registry
+// is still full, the least recently active tenth of it, so that a registry kept full by many active
+// hosts pays for a scan once per thousand insertions, not on every one.
+// The caller holds bs.mu.
+func (bs *Budgets) sweep(now int64) {
+	bs.lastSweep = now
+	type entry struct {
+		key  string
+		b    *Budget
+		last int64
+	}
+	var active []entry
+	bs.hosts.Range(func(k, v any) bool {
+		b := v.(*Budget)
+		if last, idle := b.idleAt(now); idle && b.creditFullAt(now) {
+			bs.forget(k.(string), b)
+		} else {
+			active = append(active, entry{k.(string), b, last})
+		}
+		return true
+	})
+	if bs.size < maxBudgetHosts {
+		return
+	}
+	slices.SortFunc(active, func(x, y entry) int { return cmp.Compare(x.last, y.last) })
+	for _, e := range active[:max(len(active)/10, 1)] {
+		bs.forget(e.key, e.b)
+	}
+}
+
+// forget removes a host. Its budget stops ticking, so that a forgotten
+// host is garbage as soon as no request holds it: a registry filled again
+// and again keeps no more than its bound alive.
+func (bs *Budgets) forget(key string, b *Budget) {
+	b.evicted.Store(true)
+	b.stopTicking()
+	bs.hosts.Delete(key)
+	bs.size--
+}

@@ -1,0 +1,159 @@
+package httpretry
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// spelling is one of the many ways to write host in a URL: the bits of i
+// choose which of its letters are upper case, and whether an explicit
+// default port follows.
+func spelling(host string, i int) string {
+	b := []byte(host)
+	for j := range b {
+		if i&(1<<j) != 0 && 'a' <= b[j] && b[j] <= 'z' {
+			b[j] -= 'a' - 'A'
+		}
+	}
+	switch i % 3 {
+	case 1:
+		return string(b) + ":443"
+	case 2:
+		return string(b) + ":80"
+	}
+	return string(b)
+}
+
+// checkOneKeyPerHost asserts that every key of bs is a canonical host and
+// that no two keys share a budget, and returns the keys.
+func checkOneKeyPerHost(t *testing.T, bs *Budgets) map[string]*Budget {
+	t.Helper()
+	reg := budgetRegistry(t, bs)
+	seen := make(map[*Budget]string, len(reg))
+	for k, b := range reg {
+		require.Equal(t, canonicalHost(k), k, "keys are canonical hosts")
+		require.Equal(t, k, b.key)
+		if other, dup := seen[b]; dup {
+			t.Fatalf("%q and %q share a budget", k, other)
+		}
+		seen[b] = k
+	}
+	return reg
+}
+
+// TestBudgetsMillionHostsBounded feeds a registry a million host names, half
+// of them distinct and half spellings of a few thousand others, as whoever
+// controls request URLs could: it holds at most maxBudgetHosts keys, no
+// two for one host, and little memory. Under the race detector, where a
+// million take a minute, it feeds 100 000: still ten registries' worth.
+func TestBudgetsMillionHostsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million insertions take seconds")
+	}
+	const aliased = 5_000
+	n := 1_000_000
+	if raceEnabled {
+		n = 100_000
+	}
+	bs := NewBudgets()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		var host string
+		if i%2 == 0 {
+			host = fmt.Sprintf("host-%d.example", i)
+		} else {
+			host = spelling(fmt.Sprintf("alias-%d.example", (i/2)%aliased), i/2/aliased)
+		}
+		bs.For(host, BudgetConfig{}).Record()
+		if i%100_000 == 0 {
+			require.LessOrEqual(t, len(budgetRegistry(t, bs)), maxBudgetHosts, "after %d hosts", i)
+		}
+	}
+	reg := checkOneKeyPerHost(t, bs)
+	assert.LessOrEqual(t, len(reg), maxBudgetHosts)
+	assert.Greater(t, len(reg), maxBudgetHosts-maxBudgetHosts/10-1, "the cut takes a tenth, not more")
+
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d keys, heap grew by %d KiB (%d B per key)", len(reg), grew>>10, grew/int64(len(reg)))
+	// About 1.2 KiB per host held (12 MiB), ticker included; a forgotten
+	// budget must not stay reachable (through its ticker, say): before
+	// forgetting stopped it, this test measured 150 MiB.
+	assert.Less(t, grew, int64(24<<20), "heap held by a full registry")
+	runtime.KeepAlive(bs)
+}
+
+// TestBudgetsSpellingsShareOneKey: every spelling of a host finds the one
+// budget stored under its canonical name, and adds no key.
+func TestBudgetsSpellingsShareOneKey(t *testing.T) {
+	bs := NewBudgets()
+	b := bs.For("api.example.com", BudgetConfig{})
+	for i := range 5000 {
+		require.Same(t, b, bs.For(spelling("api.example.com", i), BudgetConfig{}), spelling("api.example.com", i))
+	}
+	assert.Equal(t, map[string]*Budget{"api.example.com": b}, checkOneKeyPerHost(t, bs))
+	assert.Equal(t, 1, bs.size)
+}
+
+// TestBudgetsFullCutKeepsAHostWhole: the cut of a full registry, among
+// hosts that were all last active in the same slot, cannot split a host
+// into two budgets, because a host has one key whatever its spellings.
+func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
+	bs := &Budgets{}
+	t0 := bt0.UnixNano()
+	hosts := make([]string, maxBudgetHosts)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("h%d.example", i)
+		b := bs.insert(hosts[i], t0)
+		b.recordAt(bt0) // all equally active: the cut breaks ties as it likes
+	}
+	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
+
+	// Reach each host through another spelling, several times over, while
+	// new hosts make the registry cut a tenth again and again.
+	for round := range 3 {
+		for i, h := range hosts {
+			bs.insert(canonicalHost(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
+			if i%997 == 0 {
+				bs.insert(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).recordAt(bt0)
+			}
+		}
+	}
+	reg := checkOneKeyPerHost(t, bs)
+	assert.LessOrEqual(t, len(reg), maxBudgetHosts)
+	for _, h := range hosts[:100] {
+		b, ok := reg[h]
+		if !ok {
+			continue // forgotten by a cut, whole
+		}
+		for i := range 8 {
+			assert.Same(t, b, bs.For(spelling(h, i), BudgetConfig{}), spelling(h, i))
+		}
+	}
+	assert.False(t, strings.ContainsFunc(strings.Join(mapKeys(reg), ""), func(r rune) bool { return 'A' <= r && r <= 'Z' }))
+}
+
+// TestBudgetsForgottenHostStopsTicking: a forgotten budget's ticker is
+// stopped, so that nothing keeps it alive once no request holds it.
+func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
+	bs := NewBudgets()
+	b := bs.For("a.example", BudgetConfig{})
+	b.Record() // starts ticking
+	require.NotNil(t, b.cur.Load())
+	bs.mu.Lock()
+	bs.sweep(time.Now().Add(time.Hour).UnixNano())
+	bs.mu.Unlock()
+	assert.Empty(t, budgetRegistry(t, bs))
+	assert.True(t, b.evicted.Load())
+	assert.Nil(t, b.cur.Load(), "no current bucket: the ticker is stopped")
+	assert.False(t, b.ticker.Stop(), "the ticker was already stopped")
+}

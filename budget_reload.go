@@ -1,0 +1,84 @@
+package httpretry
+
+import "time"
+
+// configure applies cfg if it means another budget than the current one;
+// the counts are kept. When transports sharing a Budgets give one host
+// different configs, the last one to send a request wins.
+func (b *Budget) configure(cfg BudgetConfig) {
+	p := b.params.Load()
+	if p != nil && p.cfg == cfg {
+		return // RetryTransport passes resolved configs: the common case
+	}
+	if cfg = cfg.withDefaults(); p == nil || p.cfg != cfg {
+		b.reloadAt(cfg, time.Now().UnixNano())
+	}
+}
+
+// reloadAt applies cfg, whose defaults are resolved, at the instant now.
+// A reload keeps what was counted and the floor credit: the requests so
+// far are paid in at the old Percent, the credit is capped at the new
+// MinRetries, and a new Window, which cuts time into other slots, has the
+// counts moved to its slots. A Budget's first config is its own: the
+// credit starts full at its MinRetries.
+func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.loadParams()
+	first := b.params.Load() == nil
+	if !first && old.cfg == cfg {
+		return // another caller applied it first
+	}
+	p := newBudgetParams(cfg)
+	if !first {
+		_, _, recorded := b.sum(now, old)
+		b.settle(old, recorded)
+		b.recap(old, p)
+	}
+	if p.slot == old.slot {
+		b.params.Store(p)
+		return
+	}
+	b.rebucket(now, old, p)
+	b.params.Store(p)
+	if b.cur.Load() != nil {
+		// Record's bucket and the ticker follow the new slots.
+		b.cur.Store(b.current(now, true))
+		b.armTicker(now)
+	}
+}
+
+// rebucket moves the counts of the window that old cut into slots to the
+// slots of p, keeping those that still fall inside p's window. A slot of
+// old that lies partly inside it is kept whole, counted from the oldest
+// slot of p's window; one that another caller opened ahead of now is
+// counted in now's. Requests recorded concurrently land in some bucket and
+// are counted. The caller holds b.mu.
+func (b *Budget) rebucket(now int64, old, p *budgetParams) {
+	type counts struct{ at, requests, retries int64 }
+	var moved [budgetBuckets]counts
+	// first is the start of the oldest slot that sum counts at now under p.
+	first := now - p.window - (now-p.window)%p.slot + p.slot
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		s := bk.start.Load()
+		moved[i] = counts{-1, bk.requests.Swap(0), bk.retries.Swap(0)}
+		bk.start.Store(0)
+		if s > now-old.window && s <= now+old.slot && s+old.slot > first {
+			moved[i].at = min(max(s, first), now)
+		}
+	}
+	for _, m := range moved {
+		if m.at < 0 {
+			b.retired += m.requests
+			continue
+		}
+		start := m.at - m.at%p.slot
+		bk := &b.buckets[(m.at/p.slot)%budgetBuckets]
+		if bk.start.Load() < start {
+			bk.start.Store(start)
+		}
+		bk.requests.Add(m.requests)
+		bk.retries.Add(m.retries)
+	}
+}

@@ -1,0 +1,79 @@
+package httpretry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func reloadTo(b *Budget, cfg BudgetConfig, now time.Time) {
+	b.reloadAt(cfg.withDefaults(), now.UnixNano())
+}
+
+// TestBudgetReloadGrowingWindowKeepsCounts: a window that doubles keeps
+// every count still inside it, while resends open buckets of the new
+// slots, and lets each go when it leaves the new window.
+func TestBudgetReloadGrowingWindowKeepsCounts(t *testing.T) {
+	ms := time.Millisecond
+	b := newTestBudget(BudgetConfig{Window: time.Second, MinRetries: -1, Percent: 100}) // 100 ms slots
+	for k := range 10 {
+		b.recordAt(budgetAt(time.Duration(k) * 90 * ms)) // 0, 90, …, 810 ms
+	}
+	require.True(t, b.tryReserveAt(budgetAt(850*ms)))
+	require.Equal(t, BudgetStats{Requests: 10, Retries: 1}, windowAt(b, budgetAt(900*ms)))
+
+	reloadTo(b, BudgetConfig{Window: 2 * time.Second, MinRetries: -1, Percent: 100}, budgetAt(900*ms)) // 200 ms slots
+	for at := 900 * ms; at < 2000*ms; at += 50 * ms {
+		b.tryReserveAt(budgetAt(at)) // opens the new slots' buckets, as resends would
+		require.Equal(t, 10, windowAt(b, budgetAt(at)).Requests, "at +%v", at)
+	}
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 10}, windowAt(b, budgetAt(1999*ms)))
+
+	// The new window lets go of its oldest 200 ms slot at +2 s: the
+	// requests of 0, 90 and 180 ms, and the resend of 850 ms stays.
+	steps := []struct {
+		at   time.Duration
+		want int
+	}{{2000 * ms, 7}, {2199 * ms, 7}, {2200 * ms, 5}, {2400 * ms, 3}, {2600 * ms, 1}, {2800 * ms, 0}}
+	for _, s := range steps {
+		assert.Equal(t, s.want, windowAt(b, budgetAt(s.at)).Requests, "at +%v", s.at)
+	}
+	assert.Equal(t, 10, windowAt(b, budgetAt(2600*ms)).Retries, "granted from 850 ms on")
+}
+
+// TestBudgetReloadShrinkingWindowKeepsWhatItCovers: a window cut from 10 s
+// to 1 s keeps the counts of the slots it still covers, partly or wholly.
+func TestBudgetReloadShrinkingWindowKeepsWhatItCovers(t *testing.T) {
+	b := newTestBudget(BudgetConfig{}) // 10 s in 1 s slots
+	for s := range 10 {
+		recordTimes(b, 10, budgetAt(time.Duration(s)*time.Second))
+	}
+	require.Equal(t, 20, reserveAll(t, b, budgetAt(9*time.Second)), "20 % of 100")
+	require.Equal(t, BudgetStats{Requests: 100, Retries: 20}, windowAt(b, budgetAt(9500*time.Millisecond)))
+
+	reloadTo(b, BudgetConfig{Window: time.Second}, budgetAt(9500*time.Millisecond)) // 100 ms slots
+	// (8.5 s, 9.5 s] covers the end of the slot of +8 s and the whole of +9 s.
+	assert.Equal(t, BudgetStats{Requests: 20, Retries: 20}, windowAt(b, budgetAt(9500*time.Millisecond)))
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 20}, windowAt(b, budgetAt(9600*time.Millisecond)))
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 20}, windowAt(b, budgetAt(9999*time.Millisecond)))
+	assert.Equal(t, BudgetStats{}, windowAt(b, budgetAt(10100*time.Millisecond)))
+}
+
+// TestBudgetsReloadWindowRecordsIntoTheNewSlots: after a reload through
+// Budgets, Record counts into the new window's current bucket.
+func TestBudgetsReloadWindowRecordsIntoTheNewSlots(t *testing.T) {
+	bs := NewBudgets()
+	small := BudgetConfig{Window: time.Hour}
+	big := BudgetConfig{Window: 2 * time.Hour}
+	for range 5 {
+		bs.For("h", small).Record()
+	}
+	b := bs.For("h", big)
+	for range 5 {
+		b.Record()
+	}
+	assert.Equal(t, 10, b.Stats().Requests)
+	assert.Equal(t, 10, bs.For("h", small).Stats().Requests, "and back")
+}
