@@ -64,7 +64,11 @@ func AttemptFromContext(ctx context.Context) int {
 // canceled as a losing hedge, or when only a trace can tell whether it
 // reached the wire.
 func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *http.Request) {
-	a := &attempt{n: n, tg: tg}
+	a := &c.first
+	if n > 1 {
+		a = new(attempt)
+	}
+	a.n, a.tg = n, tg
 	r := c.req
 	ctx := r.Context()
 	if c.p.perTry > 0 {

@@ -102,3 +102,50 @@ func withFallbacks(p Policy, origins ...string) Policy {
 	p.Fallbacks = origins
 	return p
 }
+
+// flakyStub answers every other request with a 503, starting with the
+// first, so that each request through httpretry is one failure and one
+// resend.
+type flakyStub struct{ n int }
+
+func (s *flakyStub) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.n++
+	code := http.StatusOK
+	if s.n%2 == 1 {
+		code = http.StatusServiceUnavailable
+	}
+	return &http.Response{StatusCode: code, Body: http.NoBody, Request: req}, nil
+}
+
+// BenchmarkResend is the cost of one resend: a first attempt answered 503,
+// a second 200, no wait, no budget; bare makes the same two calls.
+func BenchmarkResend(b *testing.B) {
+	p := DefaultPolicy()
+	p.Backoff = NoBackoff()
+	p.Budget.Disabled = true
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/items", nil)
+	b.Run("bare-two-calls", func(b *testing.B) {
+		c := &http.Client{Transport: &flakyStub{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 2 {
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		}
+	})
+	b.Run("httpretry", func(b *testing.B) {
+		c := &http.Client{Transport: New(&flakyStub{}, WithPolicy(p))}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := c.Do(req)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatal(err, resp.StatusCode)
+			}
+			resp.Body.Close()
+		}
+	})
+}

@@ -1,7 +1,6 @@
 package httpretry
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -246,6 +245,13 @@ func (b *Budget) current(now int64, locked bool) *bucket {
 func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
+	_, ok := b.reserveAt(now)
+	return ok
+}
+
+// reserveAt is tryReserveAt that also returns what it charged, so that a
+// resend that is never sent can be refunded.
+func (b *Budget) reserveAt(now time.Time) (reservation, bool) {
 	ns := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -255,13 +261,39 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 	b.settle(p, recorded)
 	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
 	if !grant {
-		return false
+		return reservation{}, false
 	}
 	if spend {
 		b.debt += creditUnit
 	}
 	cur.retries.Add(1)
-	return true
+	return reservation{b: b, bucket: cur, start: cur.start.Load(), spent: spend}, true
+}
+
+// reservation is one resend a Budget granted.
+type reservation struct {
+	b      *Budget // nil: nothing was charged
+	bucket *bucket
+	start  int64 // the slot the bucket held when it was charged
+	spent  bool  // a floor credit was spent
+}
+
+// refund gives back a resend that was granted and then not sent, because
+// the request's context ended during its wait: it was never a load on the
+// upstream. A bucket that has rolled over since keeps its count, which has
+// left the window anyway.
+func (r reservation) refund() {
+	if r.b == nil {
+		return
+	}
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	if r.bucket.start.Load() == r.start && r.bucket.retries.Load() > 0 {
+		r.bucket.retries.Add(-1)
+	}
+	if r.spent {
+		r.b.debt = max(r.b.debt-creditUnit, 0)
+	}
 }
 
 // sum adds up the buckets whose slot lies in the window ending at now. The
@@ -318,15 +350,4 @@ func (b *Budget) stopTicking() {
 	if b.ticker != nil {
 		b.ticker.Stop()
 	}
-}
-
-// canonicalHost is host in lower case without a default port.
-func canonicalHost(host string) string {
-	host = strings.ToLower(host)
-	for _, port := range [...]string{":443", ":80"} {
-		if h, ok := strings.CutSuffix(host, port); ok && h != "" && h[len(h)-1] != ':' {
-			return h
-		}
-	}
-	return host
 }

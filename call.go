@@ -22,6 +22,9 @@ type call struct {
 	one     [1]target
 	ring    int            // where the next resend goes round targets
 	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
+	first   attempt        // attempt 1, held here to save it an allocation
+	// reserved is the budget charge of the latest attempt taken.
+	reserved reservation
 
 	sent           int           // attempts sent, hedged copies included
 	drawn          int           // attempts drawn on the pool of maxRetries
@@ -131,10 +134,13 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		if reason != 0 {
 			return c.giveUp(o, reason)
 		}
-		c.emit(Event{Kind: kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
+		if c.observed() {
+			c.emit(Event{Kind: kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
+		}
 		st := status(o.resp)
 		c.discard(o)
 		if reason, err := c.sleep(wait); err != nil {
+			c.reserved.refund()
 			closeBody(body)
 			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
 			return nil, err
@@ -204,9 +210,13 @@ func (c *call) giveUpError(reason Reason, err error) error {
 	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", reason, c.sent, err)
 }
 
+// observed reports whether anyone is told of events, so that a resend
+// need not build one for nobody.
+func (c *call) observed() bool { return len(c.t.observers) > 0 }
+
 // emit tells the observers of e, which concerns an attempt to tg.
 func (c *call) emit(e Event, tg *target) {
-	if len(c.t.observers) == 0 {
+	if !c.observed() {
 		return
 	}
 	e.Request = c.req

@@ -143,12 +143,16 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) 
 	return wait, 0
 }
 
-// take charges an admitted attempt to tg's budget at now and spends its
-// wait from the wait budget; it reports ReasonBudget if the budget
-// refuses.
+// take charges an admitted attempt to tg's budget at now, keeping the
+// reservation in case the attempt is never sent, and spends its wait from
+// the wait budget; it reports ReasonBudget if the budget refuses.
 func (c *call) take(tg *target, now time.Time, wait time.Duration) Reason {
-	if tg.budget != nil && !tg.budget.tryReserveAt(now) {
-		return ReasonBudget
+	c.reserved = reservation{}
+	if tg.budget != nil {
+		var ok bool
+		if c.reserved, ok = tg.budget.reserveAt(now); !ok {
+			return ReasonBudget
+		}
 	}
 	c.drawn++
 	if c.waitLeft >= 0 {

@@ -147,3 +147,16 @@ func splitHostRule(host string) (name, port string, err error) {
 	}
 	return strings.ToLower(name), "", nil
 }
+
+// canonicalHost is a URL.Host as Budgets keys it: in lower case, without
+// :443 or :80, since a budget key has no scheme to tell which port is the
+// default one; a bare IPv6 address ("::443") has no port to drop.
+func canonicalHost(host string) string {
+	host = strings.ToLower(host)
+	for _, port := range [...]string{":443", ":80"} {
+		if h, ok := strings.CutSuffix(host, port); ok && h != "" && h[len(h)-1] != ':' {
+			return h
+		}
+	}
+	return host
+}

@@ -131,7 +131,8 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
 		c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Time{})
-		a := &attempt{n: 1, tg: &c.targets[0]}
+		a := &c.first
+		a.n, a.tg = 1, &c.targets[0]
 		if resp != nil {
 			return c.loop(outcome{a, resp, nil, true}) // answers said so
 		}

@@ -377,3 +377,22 @@ func TestTheDeadlineIsCheckedAgainRightBeforeTheWait(t *testing.T) {
 		assert.Equal(t, 503, rec.all()[1].Status)
 	})
 }
+
+// A resend charged to the budget and then canceled during its wait was
+// never sent: its charge, and the floor credit it spent, are given back.
+func TestACancelDuringTheWaitRefundsTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 5))
+		p := fastPolicy(3)
+		p.Backoff = Fixed(10 * time.Second)
+		p.Budget = BudgetConfig{MinRetries: 2}
+		bs := NewBudgets()
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		_, err := get(t, New(base, WithPolicy(p), WithBudgets(bs)), ctx)
+		assert.ErrorIs(t, err, context.Canceled)
+		st := bs.For("api.example.com", p.Budget).Stats()
+		assert.Equal(t, 0, st.Retries)
+		assert.Equal(t, 2, st.Credit)
+	})
+}
