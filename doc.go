@@ -15,13 +15,22 @@
 // Backoff and lengthened to the server's Retry-After, fits MaxRetryAfter,
 // the Deadline and the context; and the host's retry budget grants the
 // resend. Otherwise the caller gets the last response, its body unread, or
-// the last error, wrapped so that errors.Is finds its cause.
+// the last error, wrapped so that errors.Is finds its cause. Policy.RetryIf
+// can decide instead of RetryOn which outcomes are failures; the other
+// checks still apply.
+//
+// Fallback origins (Policy.Fallbacks, WithFallbacks) give a request other
+// origins that serve it: after a failure that may be resent, each gets one
+// attempt, in order, and further resends go round them, so that one
+// request costs at most candidates + MaxRetries upstream calls.
 //
 // The budget (BudgetConfig, Budgets) is shared by every request to a host:
 // resends, and hedged copies (Hedge), may be at most a share of the recent
-// requests, so that retries cannot multiply an outage. Observers
-// (WithObserver) are told of every retry, hedge and give-up, with its
-// Reason.
+// requests, plus a small floor that the host's own requests earn back, so
+// that retries cannot multiply an outage. Observers (WithObserver,
+// WithLogger) are told of every retry, hedge, fallback and give-up, with
+// its Reason; AttemptFromContext tells a middleware inside httpretry which
+// attempt it sees.
 //
 // A request whose first attempt needs no body record, timer or trace is
 // sent as it is, and a first answer that is not retried costs no
