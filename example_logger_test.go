@@ -56,9 +56,9 @@ func ExampleWithLogger() {
 	resp.Body.Close()
 	fmt.Println("POST:", resp.StatusCode)
 	// Output:
-	// level=DEBUG msg="httpretry retry" method=GET url=https://api.example.com/items attempt=1 status=503 delay=10ms
-	// level=DEBUG msg="httpretry retry" method=GET url=https://api.example.com/items attempt=2 status=503 delay=10ms
+	// level=DEBUG msg="httpretry retry" method=GET url=https://api.example.com/items attempt=1 status=503 delay=10ms origin=https://api.example.com
+	// level=DEBUG msg="httpretry retry" method=GET url=https://api.example.com/items attempt=2 status=503 delay=10ms origin=https://api.example.com
 	// GET: 200
-	// level=WARN msg="httpretry give-up" method=POST url=https://api.example.com/pay attempt=1 status=503 reason=not-idempotent
+	// level=WARN msg="httpretry give-up" method=POST url=https://api.example.com/pay attempt=1 status=503 reason=not-idempotent origin=https://api.example.com
 	// POST: 503
 }

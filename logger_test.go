@@ -94,6 +94,7 @@ func TestWithLoggerRetriesAndGiveUp(t *testing.T) {
 		assert.EqualValues(t, i+1, r["attempt"])
 		assert.EqualValues(t, 503, r["status"])
 		assert.EqualValues(t, time.Millisecond, r["delay"])
+		assert.Equal(t, u.URL, r["origin"])
 		assert.NotContains(t, r, "error")
 		assert.NotContains(t, r, "reason")
 	}
@@ -104,6 +105,7 @@ func TestWithLoggerRetriesAndGiveUp(t *testing.T) {
 	assert.EqualValues(t, 3, g["attempt"])
 	assert.EqualValues(t, 503, g["status"])
 	assert.Equal(t, "exhausted", g["reason"])
+	assert.Equal(t, u.URL, g["origin"])
 	assert.NotContains(t, g, "delay")
 }
 
