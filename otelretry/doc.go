@@ -9,6 +9,9 @@
 //	}
 //	rt := httpretry.New(nil, httpretry.WithObserver(observe))
 //
+// ObserveBudgets registers gauges of each host's retry budget window
+// (httpretry.Budgets).
+//
 // It lives in a module of its own so that httpretry itself keeps a single
 // runtime dependency. It uses only the OpenTelemetry metric API: the
 // application chooses and configures the SDK and its exporters.
