@@ -261,3 +261,21 @@ func TestWithLoggerNilAndAbsent(t *testing.T) {
 	require.EqualValues(t, 3, u.calls.Load())
 	assert.Empty(t, buf.String())
 }
+
+func TestWithLoggerFallback(t *testing.T) {
+	primary := newUpstream(t, always(http.StatusServiceUnavailable))
+	backup := newUpstream(t, failFirst(0))
+	l, buf := jsonLog()
+	p := fastPolicy(0)
+	p.Fallbacks = []string{backup.URL}
+	resp, err := New(nil, WithPolicy(p), WithLogger(l)).RoundTrip(secretRequest(t, primary.URL))
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+
+	assertNoSecret(t, buf.String())
+	recs := records(t, buf)
+	require.Len(t, recs, 1, buf.String())
+	delete(recs[0], "time")
+	assert.Equal(t, map[string]any{"level": "DEBUG", "msg": "httpretry fallback", "method": "GET",
+		"url": primary.URL + "/items", "attempt": 1.0, "status": 503.0, "origin": backup.URL}, recs[0])
+}

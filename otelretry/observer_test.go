@@ -220,3 +220,27 @@ func TestObserverMeterError(t *testing.T) {
 	assert.Nil(t, fn)
 	assert.EqualError(t, err, "otelretry: httpretry.retries: no counters today")
 }
+
+func TestObserverFallbackOverLoopback(t *testing.T) {
+	primary := upstream(t) // /down answers 503
+	backup := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(backup.Close)
+	meter, reader := newReader(t)
+	observe, err := Observer(meter)
+	require.NoError(t, err)
+
+	p := httpretry.DefaultPolicy()
+	p.Backoff = httpretry.NoBackoff()
+	p.Fallbacks = []string{backup.URL}
+	rt := httpretry.New(nil, httpretry.WithPolicy(p), httpretry.WithObserver(observe))
+	defer rt.CloseIdleConnections()
+	assert.Equal(t, 200, send(t, rt, http.MethodGet, primary.URL+"/down"))
+
+	u, err := url.Parse(backup.URL)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]map[string]int64{
+		"httpretry.fallbacks": {"http.request.method=GET,server.address=127.0.0.1,server.port=" + u.Port(): 1},
+	}, counts(t, reader))
+}
