@@ -1,14 +1,15 @@
 # Every target runs in every module of the repository: the package at the
-# root and the nested bench/ and chaos/ modules, which keep their heavy
-# dependencies away from users.
+# root and the nested bench/, chaos/ and otelretry/ modules, which keep their
+# heavy dependencies away from users.
 MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 FUZZTIME    ?= 30s
 TESTFLAGS   ?= -short
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test race bench fuzz lint demo cover examples
+.PHONY: test race soak bench fuzz lint demo cover examples
 
-## test: go vet and every test with the race detector, in every module
+## test: go vet and every test with the race detector, in every module;
+## short forms of the long tests (TESTFLAGS= runs them in full)
 test: examples
 	@set -e; for m in $(MODULES); do \
 		echo "== $$m"; \
@@ -17,6 +18,11 @@ test: examples
 
 ## race: the same as test
 race: test
+
+## soak: the chaos module's tests in full, without -short (the 60 s soak,
+## 32 MiB uploads, 20 cancel rounds), with their figures (-v)
+soak:
+	cd chaos && go test -race -count=1 -timeout 20m -v ./...
 
 ## examples: build the runnable programs under examples/
 examples:

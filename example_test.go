@@ -79,7 +79,8 @@ func ExampleWithHostPolicy() {
 			Deadline:           5 * time.Second,
 			AutoIdempotencyKey: true,
 		}),
-		// A host that must never see a request twice.
+		// A host whose requests the policy does not resend; a request can
+		// still ask for resends with WithMaxRetries, which wins over it.
 		httpretry.WithHostPolicy("legacy.internal", httpretry.Policy{MaxRetries: 0}),
 	)
 	_ = &http.Client{Transport: rt}
