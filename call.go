@@ -114,7 +114,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			}
 			return o.a.deliver(o.resp), nil
 		}
-		now := time.Now()
+		now := c.clock(o.resp)
 		o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
 		reason := c.verdict(o)
 		var body io.ReadCloser
@@ -147,6 +147,22 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 		o = c.round(c.sent+1, tg, body)
 	}
+}
+
+// clock is the instant the decisions after a failure with resp are taken
+// at, or the zero time when none of them depends on it: no Retry-After,
+// deadline or budget. On a virtual machine's clock (kvm-clock) a read
+// costs about 50 ns, an eighth of what a resend adds to its two calls.
+func (c *call) clock(resp *http.Response) time.Time {
+	if !c.deadline.IsZero() || resp != nil && resp.Header["Retry-After"] != nil {
+		return time.Now()
+	}
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.budget != nil || !tg.raUntil.IsZero() {
+			return time.Now()
+		}
+	}
+	return time.Time{}
 }
 
 // sleep waits d before the next attempt. It fails at once if the wait
