@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -400,4 +401,144 @@ func TestParseConfig(t *testing.T) {
 		assert.Equal(t, 1, cfg.Retry.Hosts["127.0.0.1:9003"].Hedge.Max)
 		assert.Equal(t, 10*time.Second, cfg.Retry.Hosts["127.0.0.1:9003"].Deadline, "a host entry starts from default")
 	})
+}
+
+// runningGateway is run in a goroutine, as main calls it.
+type runningGateway struct {
+	url    string // "http://127.0.0.1:port"
+	logs   *logRecords
+	client *http.Client
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startRun runs the gateway on 127.0.0.1:0 with the configuration file at
+// path and the flags given, and waits until it listens.
+func startRun(t *testing.T, path string, flags ...string) *runningGateway {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rg := &runningGateway{logs: newLogRecords(), client: &http.Client{Transport: &http.Transport{}}, cancel: cancel, done: make(chan error, 1)}
+	args := append([]string{"-config", path, "-listen", "127.0.0.1:0", "-log-level", "DEBUG"}, flags...)
+	go func() { rg.done <- run(ctx, args, rg.logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-rg.done:
+		case <-time.After(waitBound):
+			t.Error("run did not return after its context ended")
+		}
+		rg.client.CloseIdleConnections()
+	})
+	addr, ok := rg.logs.wait(t, "listening", 1)["addr"].(string)
+	require.True(t, ok, "listening without an addr")
+	rg.url = "http://" + addr
+	return rg
+}
+
+// get sends a GET and returns the status and body.
+func (rg *runningGateway) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := rg.client.Get(rg.url + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// budgetVars reads the budgets published at /debug/vars.
+func (rg *runningGateway) budgetVars(t *testing.T) map[string]httpretry.BudgetStats {
+	t.Helper()
+	status, body := rg.get(t, "/debug/vars")
+	require.Equal(t, 200, status)
+	var vars struct {
+		Httpretry map[string]httpretry.BudgetStats `json:"httpretry"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &vars), body)
+	return vars.Httpretry
+}
+
+// stop ends run as SIGINT would and returns what run returned.
+func (rg *runningGateway) stop(t *testing.T) error {
+	t.Helper()
+	rg.cancel()
+	select {
+	case err := <-rg.done:
+		rg.done <- err // for the cleanup
+		return err
+	case <-time.After(waitBound):
+		require.FailNow(t, "run did not return after its context ended")
+		return nil
+	}
+}
+
+// TestRun: the program as main runs it: the file polled and reloaded, a
+// broken file refused, the budgets at /debug/vars across reloads, and a
+// shutdown that lets the request under way finish.
+func TestRun(t *testing.T) {
+	one := newUpstream(t, "one", 200)
+	two := newUpstream(t, "two", 200)
+	called, release := make(chan struct{}), make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(called)
+		<-release
+		io.WriteString(w, "slow")
+	}))
+	t.Cleanup(slow.Close)
+	const config = `{"routes": [{"prefix": "/api/", "upstream": %q}, {"prefix": "/slow/", "upstream": %q}]}`
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	writeConfig(t, path, config, one.URL, slow.URL)
+	rg := startRun(t, path, "-poll", "10ms")
+
+	_, body := rg.get(t, "/api/x")
+	assert.Equal(t, "one", body)
+	assert.Equal(t, 1, rg.budgetVars(t)[one.host].Requests)
+
+	writeConfig(t, path, config, two.URL, slow.URL)
+	rg.logs.wait(t, "config loaded", 2)
+	_, body = rg.get(t, "/api/x")
+	assert.Equal(t, "two", body)
+	vars := rg.budgetVars(t)
+	assert.Equal(t, 1, vars[one.host].Requests, "one's window after the reload")
+	assert.Equal(t, 1, vars[two.host].Requests)
+
+	writeConfig(t, path, `{"routes": []}`)
+	failed := rg.logs.wait(t, "config reload failed; serving the previous one", 1)
+	assert.Contains(t, failed["error"], "routes: none")
+	_, body = rg.get(t, "/api/x")
+	assert.Equal(t, "two", body)
+
+	type result struct {
+		status int
+		body   string
+	}
+	slowDone := make(chan result, 1)
+	go func() {
+		resp, err := rg.client.Get(rg.url + "/slow/")
+		if err != nil {
+			slowDone <- result{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		slowDone <- result{resp.StatusCode, string(b)}
+	}()
+	<-called
+	rg.cancel()
+	rg.logs.wait(t, "shutting down", 1)
+	close(release)
+	assert.Equal(t, result{200, "slow"}, <-slowDone)
+	assert.NoError(t, rg.stop(t))
+}
+
+// TestRunFlags: a bad command line or a bad file ends run at once with an
+// error that says why.
+func TestRunFlags(t *testing.T) {
+	var stderr strings.Builder
+	err := run(context.Background(), []string{"-poll", "often"}, &stderr)
+	assert.ErrorIs(t, err, errUsage)
+	assert.Contains(t, stderr.String(), `invalid value "often" for flag -poll`)
+
+	err = run(context.Background(), []string{"-config", filepath.Join(t.TempDir(), "missing.json")}, io.Discard)
+	assert.ErrorContains(t, err, "gateway: open ")
 }
