@@ -113,6 +113,9 @@ func (g *gateway) reloadIfChanged() (changed bool, err error) {
 func (g *gateway) build(cfg fileConfig) *routeTable {
 	opts := append(cfg.Retry.Options(), httpretry.WithBudgets(g.budgets), withLogger(g.log))
 	rt := httpretry.New(g.base, opts...)
+	// For what the proxy reports beside proxyError, such as a copy of a
+	// response body cut short.
+	errorLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
 	t := &routeTable{}
 	for _, r := range cfg.Routes {
 		target, _ := parseOrigin(r.Upstream) // parseConfig checked it
@@ -124,6 +127,7 @@ func (g *gateway) build(cfg fileConfig) *routeTable {
 			},
 			Transport:    rt,
 			ErrorHandler: g.proxyError,
+			ErrorLog:     errorLog,
 		}})
 	}
 	slices.SortFunc(t.routes, func(a, b proxyRoute) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })

@@ -189,16 +189,20 @@ func TestFailover(t *testing.T) {
 	}`
 	for _, tc := range []struct {
 		name                       string
-		primaryStatus              int // 0: refuses connections
+		retryMax                   string // X-Retry-Max; "": none
+		primaryStatus              int    // 0: refuses connections
 		fallbackStatus             int
 		wantStatus                 int
 		wantPrimary, wantFallback  int64
 		wantBody, wantLastLoggedAs string
 	}{
-		{"primary down", 0, 200, 200, 0, 1, "fallback", "httpretry fallback"},
-		{"primary 503", 503, 200, 200, 1, 1, "fallback", "httpretry fallback"},
+		{"primary down", "", 0, 200, 200, 0, 1, "fallback", "httpretry fallback"},
+		{"primary 503", "", 503, 200, 200, 1, 1, "fallback", "httpretry fallback"},
 		// Round the candidates: primary, fallback, then 2 resends, one each.
-		{"both 503", 503, 503, 503, 2, 2, "fallback", "httpretry give-up"},
+		{"both 503", "", 503, 503, 503, 2, 2, "fallback", "httpretry give-up"},
+		// No resend, but the fallback still gets its one attempt.
+		{"both 503, X-Retry-Max 0", "0", 503, 503, 503, 1, 1, "fallback", "httpretry give-up"},
+		{"primary 503, X-Retry-Max 0", "0", 503, 200, 200, 1, 1, "fallback", "httpretry fallback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			primary := newUpstream(t, "primary", tc.primaryStatus)
@@ -208,7 +212,11 @@ func TestFailover(t *testing.T) {
 			fallback := newUpstream(t, "fallback", tc.fallbackStatus)
 			tg := startGateway(t, config, primary.URL, primary.host, fallback.URL)
 
-			status, body := tg.get(t, "/api/orders")
+			var header []string
+			if tc.retryMax != "" {
+				header = []string{headerRetryMax, tc.retryMax}
+			}
+			status, body := tg.get(t, "/api/orders", header...)
 			assert.Equal(t, tc.wantStatus, status)
 			assert.Equal(t, tc.wantBody, body)
 			assert.Equal(t, tc.wantPrimary, primary.calls.Load(), "primary calls")
