@@ -111,7 +111,7 @@ func (g *gateway) reloadIfChanged() (changed bool, err error) {
 // build makes the routes of cfg, all sending through one new transport
 // over the shared base and budgets.
 func (g *gateway) build(cfg fileConfig) *routeTable {
-	opts := append(cfg.Retry.Options(), httpretry.WithBudgets(g.budgets), withLogger(g.log))
+	opts := append(cfg.Retry.Options(), httpretry.WithBudgets(g.budgets), httpretry.WithLogger(g.log))
 	rt := httpretry.New(g.base, opts...)
 	// For what the proxy reports beside proxyError, such as a copy of a
 	// response body cut short.
