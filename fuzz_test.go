@@ -122,6 +122,7 @@ type fzBase struct {
 	wired    int      // attempts that obtained a connection
 	reads    [][]byte // per attempt, the body bytes read
 	whole    []bool   // per attempt, whether the read reached EOF
+	gone     int      // attempts whose body was cut short by another's reading
 }
 
 func (b *fzBase) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -200,6 +201,9 @@ func (b *fzBase) readBody(n int, body io.Reader, chunk, limit int) error {
 	b.mu.Lock()
 	b.reads[n] = got
 	b.whole[n] = err == io.EOF
+	if errors.Is(err, errBodyGone) {
+		b.gone++
+	}
 	b.mu.Unlock()
 	if err == io.EOF {
 		return nil
@@ -225,7 +229,8 @@ func fzClose(b io.ReadCloser) {
 // 503 while still reading, a reset mid-body, a refused dial) and reads in
 // random chunk sizes, with a read error injected at a random offset. Every
 // attempt must see exactly the original bytes (a prefix, when it stopped
-// early), or the call must fail; the caller's body is always closed; an
+// early, but never because another attempt read on past the record), or
+// the call must fail; the caller's body is always closed; an
 // unkeyed POST goes on the wire at most once; and a replayable body that
 // meets only retryable failures ends in a 200.
 func FuzzBodyReplay(f *testing.F) {
@@ -297,6 +302,11 @@ func FuzzBodyReplay(f *testing.F) {
 		defer base.mu.Unlock()
 		if base.attempts > 1+p.MaxRetries {
 			t.Fatalf("%d attempts for MaxRetries %d", base.attempts, p.MaxRetries)
+		}
+		if base.gone > 0 {
+			// A discarded attempt still uploading must never leave a
+			// resend with a body cut short.
+			t.Fatalf("%d attempt(s) lost their body to another attempt's reading (plan %v)", base.gone, plan)
 		}
 		for i, got := range base.reads {
 			if !bytes.HasPrefix(data, got) {
