@@ -90,31 +90,34 @@ type request struct {
 // send does one request and prints its story: each attempt, each wait, the
 // end.
 func send(c *http.Client, l *log, srv *flakyServer, r request) {
-	method, path, key := r.method, r.path, r.key
-	req, err := http.NewRequestWithContext(context.Background(), method, srv.url+path, bodyReader(r.body))
-	if err != nil {
-		panic(err)
-	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
 	before := srv.calls.Load()
-	start := time.Now()
-	resp, err := c.Do(req)
-	elapsed := time.Since(start)
-	var answer string
-	if err == nil {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		answer = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	} else {
-		answer = "error: " + err.Error()
-	}
-	fmt.Fprintf(out, "  %s %s%s\n", method, path, keyNote(key))
+	answer, elapsed := exchange(c, srv.url, r)
+	fmt.Fprintf(out, "  %s %s%s\n", r.method, r.path, keyNote(r.key))
 	for _, e := range l.take() {
 		fmt.Fprintln(out, "    "+describe(e))
 	}
 	fmt.Fprintf(out, "    => %s  (server saw %d call(s), %v)\n", answer, srv.calls.Load()-before, elapsed.Round(time.Millisecond))
+}
+
+// exchange sends r to base and returns the answer in one line, or the
+// error, and how long it took.
+func exchange(c *http.Client, base string, r request) (string, time.Duration) {
+	req, err := http.NewRequestWithContext(context.Background(), r.method, base+r.path, bodyReader(r.body))
+	if err != nil {
+		panic(err)
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
+	}
+	start := time.Now()
+	resp, err := c.Do(req)
+	elapsed := time.Since(start)
+	if err != nil {
+		return "error: " + err.Error(), elapsed
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b))), elapsed
 }
 
 func keyNote(key string) string {

@@ -32,6 +32,9 @@ func TestDemoReport(t *testing.T) {
 		`(?s)5\. A POST with.*attempt 1: status 503 -> retry after.*order "3 pears" taken \(key "order-7f3a"\)  \(server saw 2 call\(s\)`,
 		`(?s)6\. A burst.*resends granted: 20;.*server saw 120 calls for 100 requests: amplification 1\.20`,
 		`(?s)7\. One request in ten.*without hedging\n.*0 copies sent.*with Hedge.*[1-9] copies sent`,
+		`(?s)8\. Failover.*GET /report\n +attempt 1 to primary \(http://127\.0\.0\.1:\d+\): connection refused -> fallback: attempt 2 to standby \(http://127\.0\.0\.1:\d+\), at once\n +=> 200 report from the standby  \(primary saw 0 call\(s\), standby 1;`,
+		`(?s)8\. Failover.*POST /orders/c\n +attempt 1 to primary \([^)]+\): connection refused -> fallback: attempt 2 to standby \([^)]+\), at once\n +=> 200 order "1 melon" taken by the standby  \(primary saw 0 call\(s\), standby 1;`,
+		`(?s)8\. Failover.*POST /orders/d\n +attempt 1 to primary \([^)]+\): status 503 -> gave up \(not-idempotent\): it reached the primary[^\n]*\n +=> 503 overloaded  \(primary saw 1 call\(s\), standby 0;`,
 	} {
 		assert.Regexp(t, regexp.MustCompile(want), report)
 	}

@@ -26,6 +26,7 @@ func init() {
 			run: one(httpretry.DefaultPolicy(), request{http.MethodPost, "/orders/b", "order-7f3a", "3 pears"})},
 		{title: "6. A burst against a dead upstream: the budget stops the storm", run: burst},
 		{title: "7. One request in ten stalls: hedging after 20ms cuts the tail", run: tail},
+		{title: "8. Failover: the primary is down, the standby answers; an unkeyed POST the primary received is not failed over", run: failover},
 	}
 }
 
