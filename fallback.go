@@ -131,6 +131,7 @@ func (c *call) untried() *target {
 // how long: the first attempt of a candidate not yet tried, or a resend.
 // drain is as for admit.
 func (c *call) route(now time.Time, drain time.Duration) (*target, time.Duration, EventKind, Reason) {
+	c.reserved = reservation{} // a copy's charge, say, is not this attempt's
 	if tg := c.untried(); tg != nil {
 		if !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline) {
 			return nil, 0, 0, ReasonDeadline

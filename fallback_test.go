@@ -385,3 +385,39 @@ func TestWithFallbacksPerRequest(t *testing.T) {
 	assert.Empty(t, s.order, "no attempt")
 	assert.EqualValues(t, 1, body.closes.Load())
 }
+
+// A hedged copy sent to a fallback is charged to that origin; a later
+// first attempt that never goes out (the deadline passed during a slow
+// observer) must not refund the copy's charge, which was spent.
+func TestAFallbackNeverSentDoesNotRefundACopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			switch r.URL.Host {
+			case "a.test":
+				select {
+				case <-time.After(ms(50)):
+					return nil, errors.New("read: connection reset by peer")
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			case "b.test":
+				return fakeResponse(r, 503, nil, "busy"), nil
+			}
+			return fakeResponse(r, 200, nil, "ok"), nil
+		})
+		p := hedgePolicy(ms(20), 1, 3)
+		p.Budget = BudgetConfig{}
+		p.Deadline = ms(200)
+		p.Fallbacks = []string{"http://b.test", "http://c.test"}
+		bs := NewBudgets()
+		slow := func(e Event) {
+			if e.Kind == EventFallback {
+				time.Sleep(ms(300))
+			}
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+		_, err := New(base, WithPolicy(p), WithBudgets(bs), WithObserver(slow)).RoundTrip(req)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, BudgetStats{Requests: 0, Retries: 1}, statsOf(bs, "b.test", p.Budget), "the copy to b was sent")
+	})
+}

@@ -75,6 +75,13 @@ func TestResendTakesTheBodyFromADiscardedUpload(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int32
 			zombie := make(chan struct{})
+			// The stale upload goes on once the resend has started, so
+			// that it reads only after the resend took the body over; with
+			// no resend it goes on at once.
+			proceed := make(chan struct{})
+			if tc.wantCalls == 1 {
+				close(proceed)
+			}
 			var zombieErr error
 			var resent int64
 			var resentErr error
@@ -83,11 +90,13 @@ func TestResendTakesTheBodyFromADiscardedUpload(t *testing.T) {
 					io.CopyN(io.Discard, r.Body, tc.readFirst)
 					go func() { // the write loop goes on after the answer
 						defer close(zombie)
+						<-proceed
 						_, zombieErr = io.Copy(io.Discard, r.Body)
 						r.Body.Close()
 					}()
 					return fakeResponse(r, http.StatusServiceUnavailable, nil, "busy"), nil
 				}
+				close(proceed)
 				<-zombie // the stale upload must not be able to read any further
 				resent, resentErr = checkPattern(r.Body)
 				r.Body.Close()
