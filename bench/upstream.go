@@ -15,25 +15,44 @@ import (
 const RequestIDHeader = "X-Bench-Request"
 
 // Upstream is a loopback server that answers 503 during an outage and 200
-// after it, and counts the requests and connections it receives, in total
-// and per RequestIDHeader. It is safe for concurrent use.
+// after it, or 503 to a seeded random share of attempts, and counts the
+// requests and connections it receives, in total and per RequestIDHeader.
+// It is safe for concurrent use.
 type Upstream struct {
 	// URL is the server's base URL, on 127.0.0.1.
 	URL string
 
 	srv     *httptest.Server
 	downFor time.Duration
-	start   atomic.Pointer[time.Time]
-	total   atomic.Int64
-	conns   atomic.Int64
-	perID   []atomic.Int32
+	// failRate, when positive, fails attempt n of request id with 503
+	// when Blip(seed, id, n, failRate) says so, outage or not.
+	failRate float64
+	seed     uint64
+	start    atomic.Pointer[time.Time]
+	total    atomic.Int64
+	conns    atomic.Int64
+	perID    []atomic.Int32
 }
 
 // NewUpstream starts an Upstream that can attribute requests numbered
 // 0 to ids-1. It answers 503 for downFor after Begin (a negative downFor:
 // for ever) and 200 otherwise; before Begin it is down.
 func NewUpstream(ids int, downFor time.Duration) (*Upstream, error) {
-	u := &Upstream{downFor: downFor, perID: make([]atomic.Int32, ids)}
+	return startUpstream(&Upstream{downFor: downFor, perID: make([]atomic.Int32, ids)})
+}
+
+// NewFlakyUpstream starts an Upstream that is never down but answers 503
+// to the attempts Blip picks with rate and seed, and 200 to the others; an
+// attempt without a valid RequestIDHeader is answered 200.
+func NewFlakyUpstream(ids int, rate float64, seed uint64) (*Upstream, error) {
+	u := &Upstream{perID: make([]atomic.Int32, ids), failRate: rate, seed: seed}
+	u.Begin(time.Now()) // an outage of 0 from now: up from the start
+	return startUpstream(u)
+}
+
+// startUpstream serves u on loopback; u is complete before its handler
+// can run.
+func startUpstream(u *Upstream) (*Upstream, error) {
 	srv, err := startLoopback(&http.Server{
 		Handler: http.HandlerFunc(u.serve),
 		ConnState: func(_ net.Conn, s http.ConnState) {
@@ -47,6 +66,21 @@ func NewUpstream(ids int, downFor time.Duration) (*Upstream, error) {
 	}
 	u.srv, u.URL = srv, srv.URL
 	return u, nil
+}
+
+// Blip reports whether attempt n (1 for the first) of request id fails, for
+// a share rate of all attempts. It is a pure function of its arguments, so
+// that every library in a run faces the same failures and the harness can
+// tell which first attempts failed without asking the upstream.
+func Blip(seed uint64, id, n int, rate float64) bool {
+	// splitmix64's finaliser: consecutive ids and attempts give
+	// independent-looking draws.
+	x := seed ^ uint64(id)<<8 ^ uint64(n)
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11)/(1<<53) < rate
 }
 
 // Begin starts the outage clock at now.
@@ -71,11 +105,13 @@ func (u *Upstream) Close() { u.srv.Close() }
 
 func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.total.Add(1)
+	blip := false
 	if id, err := strconv.Atoi(r.Header.Get(RequestIDHeader)); err == nil && id >= 0 && id < len(u.perID) {
-		u.perID[id].Add(1)
+		n := u.perID[id].Add(1)
+		blip = u.failRate > 0 && Blip(u.seed, id, int(n), u.failRate)
 	}
 	w.Header().Set("Content-Type", "text/plain")
-	if u.down(time.Now()) {
+	if blip || u.down(time.Now()) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("unavailable\n"))
 		return

@@ -1,11 +1,12 @@
-// Command benchreport runs the five comparison scenarios of the bench
+// Command benchreport runs the six comparison scenarios of the bench
 // module in one process and prints each as a Markdown table: in-process
-// overhead, loopback overhead, amplification under an outage, herd
-// synchronisation and a large streamed upload.
+// overhead (with the cost of one resend), loopback overhead, amplification
+// under an outage, herd synchronisation (with a Retry-After herd), a large
+// streamed upload, and fleets of clients with budgets of their own.
 //
 // Usage:
 //
-//	go run ./cmd/benchreport [-benchtime 400ms] [-rounds 7] [-scenarios 1,2,3,4,5]
+//	go run ./cmd/benchreport [-benchtime 400ms] [-rounds 7] [-scenarios 1,2,3,4,5,6]
 package main
 
 import (
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/httpretry/httpretry/bench"
 )
 
 // config sizes every scenario; the defaults are the published run, and the
@@ -36,13 +39,18 @@ type config struct {
 
 	uploadSize   int64
 	uploadRounds int
+
+	quietFleet, blipFleet, busyFleet bench.FleetConfig
 }
+
+// scenarioCount is the number of the last scenario.
+const scenarioCount = 6
 
 func defaultConfig() config {
 	return config{
 		benchtime: "400ms",
 		rounds:    7,
-		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true},
+		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true},
 
 		clients:   50,
 		perClient: 40,
@@ -58,15 +66,29 @@ func defaultConfig() config {
 
 		uploadSize:   64 << 20,
 		uploadRounds: 9,
+
+		// A window of 100 ms for 10 s: 60 windows take 6 s per library,
+		// and httpretry's first backoff ceiling becomes 1 ms.
+		quietFleet: quietFleet,
+		blipFleet:  blipFleet,
+		// 1000 requests per window is too many for this machine at 100 ms
+		// windows; at 1 s the fleet sends as many per second as the quiet
+		// one, and 10 windows are 10 000 requests.
+		busyFleet: bench.FleetConfig{Clients: 5, PerWindow: 200, Windows: 10, Window: time.Second, FailRate: 1},
 	}
 }
+
+var (
+	quietFleet = bench.FleetConfig{Clients: 50, PerWindow: 2, Windows: 60, Window: 100 * time.Millisecond, FailRate: 1}
+	blipFleet  = bench.FleetConfig{Clients: 50, PerWindow: 2, Windows: 60, Window: 100 * time.Millisecond, FailRate: 0.05, Seed: 1}
+)
 
 func main() {
 	testing.Init() // registers -test.benchtime, which testing.Benchmark reads
 	cfg := defaultConfig()
 	flag.StringVar(&cfg.benchtime, "benchtime", cfg.benchtime, "time or count (Nx) per Go benchmark run")
 	flag.IntVar(&cfg.rounds, "rounds", cfg.rounds, "interleaved repetitions of each Go benchmark; the median is reported")
-	only := flag.String("scenarios", "1,2,3,4,5", "comma-separated scenario numbers to run")
+	only := flag.String("scenarios", "1,2,3,4,5,6", "comma-separated scenario numbers to run")
 	flag.Parse()
 	var err error
 	if cfg.scenarios, err = parseScenarios(*only); err != nil {
@@ -83,8 +105,8 @@ func parseScenarios(s string) (map[int]bool, error) {
 	out := map[int]bool{}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 5 {
-			return nil, fmt.Errorf("bad scenario %q: want numbers from 1 to 5", f)
+		if err != nil || n < 1 || n > scenarioCount {
+			return nil, fmt.Errorf("bad scenario %q: want numbers from 1 to %d", f, scenarioCount)
 		}
 		out[n] = true
 	}
@@ -108,6 +130,7 @@ func run(w, log io.Writer, cfg config) error {
 		{3, runStorm},
 		{4, runHerd},
 		{5, runUpload},
+		{6, runFleet},
 	}
 	for _, s := range steps {
 		if !cfg.scenarios[s.n] {

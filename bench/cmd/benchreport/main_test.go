@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/httpretry/httpretry/bench"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,7 +22,7 @@ func quickConfig() config {
 	return config{
 		benchtime: "1x",
 		rounds:    1,
-		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true},
+		scenarios: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true},
 
 		clients: 2, perClient: 3,
 		outageCap:        300 * time.Millisecond,
@@ -32,6 +34,10 @@ func quickConfig() config {
 
 		uploadSize:   1 << 20,
 		uploadRounds: 1,
+
+		quietFleet: bench.FleetConfig{Clients: 3, PerWindow: 2, Windows: 2, Window: 20 * time.Millisecond, FailRate: 1},
+		blipFleet:  bench.FleetConfig{Clients: 3, PerWindow: 2, Windows: 2, Window: 20 * time.Millisecond, FailRate: 0.5, Seed: 1},
+		busyFleet:  bench.FleetConfig{Clients: 2, PerWindow: 5, Windows: 1, Window: 20 * time.Millisecond, FailRate: 1},
 	}
 }
 
@@ -44,12 +50,13 @@ func TestRunPrintsEveryScenario(t *testing.T) {
 	report := out.String()
 	for _, h := range []string{
 		"## 1. In-process overhead", "## 2. Loopback overhead", "## 3. Amplification",
-		"### Total outage", "## 4. Herd synchronisation", "## 5. Streamed upload",
+		"### Total outage", "## 4. Herd synchronisation", "## 5. Streamed upload", "## 6. Fleets",
 		"- machine: ", "- Go: go",
 	} {
 		assert.Contains(t, report, h)
 	}
-	for _, row := range []string{"| GET ", "| POSTGetBody ", "| POSTReader ", "| LoopbackGET ", "| httpretry-nobudget ", "| failsafe-budget "} {
+	for _, row := range []string{"| GET ", "| POSTGetBody ", "| POSTReader ", "| LoopbackGET ", "| httpretry-nobudget ", "| failsafe-budget ",
+		"| quiet, outage ", "| quiet, 50 % blips ", "| busy, outage "} {
 		assert.Contains(t, report, row)
 	}
 	// With a 300 ms cap retryablehttp (1 s first wait) completes nothing.
@@ -60,7 +67,7 @@ func TestParseScenarios(t *testing.T) {
 	got, err := parseScenarios("1, 3,5")
 	require.NoError(t, err)
 	assert.Equal(t, map[int]bool{1: true, 3: true, 5: true}, got)
-	for _, bad := range []string{"", "0", "6", "x", "1,,2"} {
+	for _, bad := range []string{"", "0", "7", "x", "1,,2"} {
 		_, err := parseScenarios(bad)
 		assert.Error(t, err, bad)
 	}

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func fleetLib(t *testing.T, name string) FleetLibrary {
+	t.Helper()
+	l, ok := FleetLibraryByName(name)
+	require.True(t, ok, name)
+	return l
+}
+
+func TestBlipIsPureAndNearItsRate(t *testing.T) {
+	const n = 100_000
+	failed := 0
+	for id := range n {
+		if Blip(7, id, 1, 0.05) {
+			failed++
+		}
+		assert.Equal(t, Blip(7, id, 2, 0.05), Blip(7, id, 2, 0.05))
+	}
+	// 5 % of 100 000 is 5000 with a standard deviation of about 69.
+	assert.InDelta(t, 5000, failed, 400)
+	assert.False(t, Blip(7, 1, 1, 0))
+	assert.True(t, Blip(7, 1, 1, 1))
+}
+
+func TestRunFleetOutage(t *testing.T) {
+	// 4 clients × 3 requests in a total outage: failsafe sends each 3 times,
+	// and httpretry's floor of 10 resends per client covers all 3 of its 3
+	// requests' resends.
+	cfg := FleetConfig{Clients: 4, PerWindow: 3, Windows: 1, Window: 60 * time.Millisecond, FailRate: 1}
+	for _, tt := range []struct {
+		lib  string
+		want int64
+	}{
+		{NameHTTPRetry, 4 * 3 * 4},
+		{NameFailsafe, 4 * 3 * 3},
+	} {
+		t.Run(tt.lib, func(t *testing.T) {
+			r, err := RunFleet(fleetLib(t, tt.lib), cfg)
+			require.NoError(t, err)
+			assert.Equal(t, 12, r.Requests)
+			assert.Equal(t, tt.want, r.Upstream)
+			assert.Equal(t, 12, r.FirstFailed)
+			assert.Zero(t, r.Recovered)
+			assert.Zero(t, r.Succeeded)
+		})
+	}
+}
+
+func TestRunFleetBlips(t *testing.T) {
+	cfg := FleetConfig{Clients: 5, PerWindow: 20, Windows: 2, Window: 50 * time.Millisecond, FailRate: 0.2, Seed: 3}
+	wantFailed := 0
+	for id := range cfg.Clients * cfg.PerClient() {
+		if Blip(cfg.Seed, id, 1, cfg.FailRate) {
+			wantFailed++
+		}
+	}
+	require.NotZero(t, wantFailed)
+	r, err := RunFleet(fleetLib(t, NameFailsafe), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 200, r.Requests)
+	assert.Equal(t, wantFailed, r.FirstFailed)
+	// failsafe resends twice at once: only a request failing three times
+	// in a row stays failed.
+	assert.GreaterOrEqual(t, r.Recovered, wantFailed-10)
+	assert.Equal(t, r.Requests-r.FirstFailed+r.Recovered, r.Succeeded)
+}
+
+func TestRunFleetScalesRetryableHTTP(t *testing.T) {
+	// Scaled by 1/100, retryablehttp waits 10+20+40+80 ms per call instead
+	// of 15 s: one request completes well within the run's deadline.
+	cfg := FleetConfig{Clients: 1, PerWindow: 1, Windows: 1, Window: 100 * time.Millisecond, FailRate: 1}
+	start := time.Now()
+	r, err := RunFleet(fleetLib(t, NameRetryableHTTP), cfg)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Equal(t, 1, r.Requests)
+	assert.Equal(t, int64(5), r.Upstream)
+}
+
+func TestRunFleetRejectsEmpty(t *testing.T) {
+	_, err := RunFleet(fleetLib(t, NameHTTPRetry), FleetConfig{Clients: 1})
+	assert.Error(t, err)
+}
