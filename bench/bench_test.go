@@ -35,3 +35,12 @@ func benchCase(b *testing.B, c Case) {
 		b.Run(lib.Name, c.Bench(lib.Wrap(base)))
 	}
 }
+
+// BenchmarkResend is the cost of one resend: a GET whose first attempt
+// gets a 503 and whose second a 200, resent at once and with no budget,
+// against two calls of the bare stub.
+func BenchmarkResend(b *testing.B) {
+	for _, lib := range ResendLibraries() {
+		b.Run(lib.Name, BenchResend(lib))
+	}
+}

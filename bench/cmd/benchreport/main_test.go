@@ -55,7 +55,7 @@ func TestRunPrintsEveryScenario(t *testing.T) {
 	} {
 		assert.Contains(t, report, h)
 	}
-	for _, row := range []string{"| GET ", "| POSTGetBody ", "| POSTReader ", "| LoopbackGET ", "| httpretry-nobudget ", "| failsafe-budget ",
+	for _, row := range []string{"| GET ", "| POSTGetBody ", "| POSTReader ", "| Resend ", "| bare-twice ", "| LoopbackGET ", "| httpretry-nobudget ", "| failsafe-budget ",
 		"| quiet, outage ", "| quiet, 50 % blips ", "| busy, outage "} {
 		assert.Contains(t, report, row)
 	}

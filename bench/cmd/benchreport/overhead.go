@@ -22,11 +22,20 @@ func runOverhead(w, log io.Writer, cfg config) error {
 		})
 		addBenchRows(t, c.Name, libs, results)
 	}
+	resend := bench.ResendLibraries()
+	results := measure(log, "Resend", resend, cfg.rounds, func(l bench.Library) func(*testing.B) {
+		return bench.BenchResend(l)
+	})
+	addBenchRows(t, "Resend", resend, results)
 	fmt.Fprintf(w, "## 1. In-process overhead (stub base)\n\n")
 	fmt.Fprintf(w, "%d rounds of `testing.Benchmark` runs of %s each, the libraries interleaved in every round; "+
 		"ns/op, B/op and allocs/op are those of the run with the median ns/op, and \"÷ bare\" is the median "+
 		"of the rounds' ratios to bare's run of the same round. The same cases as `go test -bench . -benchmem` "+
-		"in bench/.\n\n", cfg.rounds, cfg.benchtime)
+		"in bench/.\n\n"+
+		"Resend is the cost of one resend: a GET whose first attempt gets an empty 503 and whose second an "+
+		"empty 200, resent at once and with no budget (httpretry: NoBackoff and Budget.Disabled; retryablehttp: "+
+		"RetryWaitMin and RetryWaitMax 0; failsafe: its defaults, which do not wait), against `bare-twice`, "+
+		"two calls of the bare stub.\n\n", cfg.rounds, cfg.benchtime)
 	_, err := t.WriteTo(w)
 	fmt.Fprintln(w)
 	return err
