@@ -18,6 +18,17 @@ const HerdWindow = 10 * time.Millisecond
 // to arrive before it fails them anyway.
 const herdBarrierTimeout = 10 * time.Second
 
+// HerdConfig describes a herd.
+type HerdConfig struct {
+	Clients int
+	// RetryAfter, when not empty, is sent as the Retry-After of the 503.
+	RetryAfter string
+	// Separate gives every client a base transport and an instance of the
+	// library of its own, as a crowd of separate processes would have;
+	// otherwise they share one, as the callers of one service do.
+	Separate bool
+}
+
 // HerdResult is what a herd's second attempts looked like at the upstream.
 type HerdResult struct {
 	Library string
@@ -26,17 +37,18 @@ type HerdResult struct {
 	Resent int
 	// Share is WindowShare of the second attempts over HerdWindow.
 	Share float64
-	// P50 and P99 are the waits from the common failure to the second
-	// attempts' arrival.
-	P50, P99 time.Duration
+	// Min, P50 and P99 are the waits from the common failure to the
+	// second attempts' arrival.
+	Min, P50, P99 time.Duration
 }
 
 // herdUpstream holds every first attempt until the whole herd has arrived,
 // fails them all at one instant with 503, and timestamps second attempts.
 type herdUpstream struct {
-	clients int
-	perID   []atomic.Int32
-	arrived atomic.Int64
+	clients    int
+	retryAfter string
+	perID      []atomic.Int32
+	arrived    atomic.Int64
 
 	once       sync.Once
 	release    chan struct{}
@@ -47,11 +59,12 @@ type herdUpstream struct {
 	seconds []time.Time
 }
 
-func newHerdUpstream(clients int) *herdUpstream {
+func newHerdUpstream(clients int, retryAfter string) *herdUpstream {
 	return &herdUpstream{
-		clients: clients,
-		perID:   make([]atomic.Int32, clients),
-		release: make(chan struct{}),
+		clients:    clients,
+		retryAfter: retryAfter,
+		perID:      make([]atomic.Int32, clients),
+		release:    make(chan struct{}),
 	}
 }
 
@@ -83,6 +96,9 @@ func (h *herdUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.open()
 		}
 		timer.Stop()
+		if h.retryAfter != "" {
+			w.Header().Set("Retry-After", h.retryAfter)
+		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	case 2:
 		h.mu.Lock()
@@ -100,18 +116,31 @@ func (h *herdUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // library's shared state (httpretry's budget, failsafe's) sees the whole
 // herd, as it would in one service.
 func RunHerd(lib Library, clients int) (HerdResult, error) {
+	return RunHerdWith(lib, HerdConfig{Clients: clients})
+}
+
+// RunHerdWith is RunHerd for the herd cfg describes.
+func RunHerdWith(lib Library, cfg HerdConfig) (HerdResult, error) {
+	clients := cfg.Clients
 	if clients <= 0 {
 		return HerdResult{}, errors.New("bench: a herd needs clients")
 	}
-	h := newHerdUpstream(clients)
+	h := newHerdUpstream(clients, cfg.RetryAfter)
 	srv, err := StartLoopback(h)
 	if err != nil {
 		return HerdResult{}, err
 	}
 	defer srv.Close()
-	base := NewLoopbackBase()
-	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: lib.Wrap(base)}
+	shared := 1
+	if cfg.Separate {
+		shared = clients
+	}
+	httpClients := make([]*http.Client, shared)
+	for i := range httpClients {
+		base := NewLoopbackBase()
+		defer base.CloseIdleConnections()
+		httpClients[i] = &http.Client{Transport: lib.Wrap(base)}
+	}
 
 	// Bounds every call: retryablehttp's first wait is 1 s, and nothing
 	// else waits longer than its backoff ceilings.
@@ -122,7 +151,7 @@ func RunHerd(lib Library, clients int) (HerdResult, error) {
 	for id := range clients {
 		wg.Go(func() {
 			<-gate
-			_, _ = getOnce(ctx, client, srv.URL, id)
+			_, _ = getOnce(ctx, httpClients[id%shared], srv.URL, id)
 		})
 	}
 	close(gate)
@@ -146,6 +175,7 @@ func RunHerd(lib Library, clients int) (HerdResult, error) {
 		Clients: clients,
 		Resent:  len(waits),
 		Share:   WindowShare(waits, HerdWindow),
+		Min:     Percentile(waits, 0),
 		P50:     Percentile(waits, 50),
 		P99:     Percentile(waits, 99),
 	}, nil

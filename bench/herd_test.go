@@ -40,3 +40,20 @@ func TestRunHerdRejectsNoClients(t *testing.T) {
 	_, err := RunHerd(lib(t, NameBare), 0)
 	assert.Error(t, err)
 }
+
+func TestRunHerdRetryAfterSeparateClients(t *testing.T) {
+	const clients = 10
+	for _, name := range []string{NameHTTPRetry, NameFailsafe} {
+		t.Run(name, func(t *testing.T) {
+			r, err := RunHerdWith(lib(t, name), HerdConfig{Clients: clients, RetryAfter: "1", Separate: true})
+			require.NoError(t, err)
+			// Each client has a budget of its own, whose floor grants its
+			// one resend; none comes back before the second it was asked
+			// to wait.
+			assert.Equal(t, clients, r.Resent)
+			assert.GreaterOrEqual(t, r.Min, time.Second)
+			assert.LessOrEqual(t, r.Min, r.P50)
+			assert.Less(t, r.P99, 3*time.Second)
+		})
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/httpretry/httpretry/bench"
@@ -40,7 +41,53 @@ func runHerd(w, log io.Writer, cfg config) error {
 		"seeded simulations of as many draws, uniform over [0, %s]: what perfect full jitter over the first "+
 		"backoff ceiling would give for that many second attempts (fewer attempts bunch more by chance).\n\n",
 		cfg.herdClients, referenceTrials, jitterSpan)
+	if _, err := t.WriteTo(w); err != nil {
+		return err
+	}
+	return runRetryAfterHerd(w, log, cfg)
+}
+
+// retryAfterSeconds is what the Retry-After herd's upstream asks for.
+const retryAfterSeconds = 1
+
+// runRetryAfterHerd is the second table of scenario 4: a crowd of separate
+// clients told to come back in a second, all at once.
+func runRetryAfterHerd(w, log io.Writer, cfg config) error {
+	ra := retryAfterSeconds * time.Second
+	t := bench.NewTable(1, "library", "second attempts", "busiest 10 ms share", "uniform reference, same count",
+		"earliest, after 1 s", "p50 wait", "p99 wait")
+	for _, l := range bench.Libraries()[1:] { // bare does not resend
+		r, err := bench.RunHerdWith(l, bench.HerdConfig{
+			Clients: cfg.raHerdClients, RetryAfter: strconv.Itoa(retryAfterSeconds), Separate: true,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "retry-after herd %s: %+v\n", l.Name, r)
+		share, ref, early, p50, p99 := "n/a", "n/a", "n/a", "n/a", "n/a"
+		if r.Resent > 0 {
+			share = fmt.Sprintf("%.3f", r.Share)
+			ref = fmt.Sprintf("%.3f", bench.UniformReference(r.Resent, referenceTrials, jitterSpan, bench.HerdWindow, 1))
+			early = signedDuration(r.Min - ra)
+			p50, p99 = bench.FormatDuration(r.P50), bench.FormatDuration(r.P99)
+		}
+		t.Add(l.Name, fmt.Sprintf("%d of %d", r.Resent, r.Clients), share, ref, early, p50, p99)
+	}
+	fmt.Fprintf(w, "\n### Retry-After: %d\n\n%d clients, each with its own transport and library instance (so its own "+
+		"budget), send one GET each; the upstream holds them until all have arrived and fails them at one instant "+
+		"with 503 and `Retry-After: %d`, then answers 200. \"Earliest\" is the first second attempt's arrival "+
+		"less the second asked for: negative would be earlier than the server asked. The reference is uniform "+
+		"over a %s spread, the spread DESIGN point 16 draws from for a 1 s Retry-After.\n\n",
+		retryAfterSeconds, cfg.raHerdClients, retryAfterSeconds, jitterSpan)
 	_, err := t.WriteTo(w)
 	fmt.Fprintln(w)
 	return err
+}
+
+// signedDuration prints d with its sign: +3.20ms, -1.50ms.
+func signedDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + bench.FormatDuration(-d)
+	}
+	return "+" + bench.FormatDuration(d)
 }

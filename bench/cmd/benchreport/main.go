@@ -35,7 +35,8 @@ type config struct {
 	recoveryInterval   time.Duration // pacing of each client during the recovery run
 	recoveryCap        time.Duration
 
-	herdClients int
+	herdClients   int
+	raHerdClients int
 
 	uploadSize   int64
 	uploadRounds int
@@ -62,7 +63,8 @@ func defaultConfig() config {
 		recoveryInterval: 100 * time.Millisecond,
 		recoveryCap:      30 * time.Second,
 
-		herdClients: 200,
+		herdClients:   200,
+		raHerdClients: 100,
 
 		uploadSize:   64 << 20,
 		uploadRounds: 9,

@@ -30,7 +30,8 @@ func quickConfig() config {
 		recoveryInterval: 20 * time.Millisecond,
 		recoveryCap:      5 * time.Second,
 
-		herdClients: 10,
+		herdClients:   10,
+		raHerdClients: 5,
 
 		uploadSize:   1 << 20,
 		uploadRounds: 1,
@@ -50,7 +51,7 @@ func TestRunPrintsEveryScenario(t *testing.T) {
 	report := out.String()
 	for _, h := range []string{
 		"## 1. In-process overhead", "## 2. Loopback overhead", "## 3. Amplification",
-		"### Total outage", "## 4. Herd synchronisation", "## 5. Streamed upload", "## 6. Fleets",
+		"### Total outage", "## 4. Herd synchronisation", "## 5. Streamed upload", "## 6. Fleets", "### Retry-After: 1",
 		"- machine: ", "- Go: go",
 	} {
 		assert.Contains(t, report, h)
