@@ -37,8 +37,9 @@ type HerdResult struct {
 	Resent int
 	// Share is WindowShare of the second attempts over HerdWindow.
 	Share float64
-	// Min, P50 and P99 are the waits from the common failure to the
-	// second attempts' arrival.
+	// Waits run from the common failure to each second attempt's arrival,
+	// in arrival order; Min, P50 and P99 summarise them.
+	Waits         []time.Duration
 	Min, P50, P99 time.Duration
 }
 
@@ -175,6 +176,7 @@ func RunHerdWith(lib Library, cfg HerdConfig) (HerdResult, error) {
 		Clients: clients,
 		Resent:  len(waits),
 		Share:   WindowShare(waits, HerdWindow),
+		Waits:   waits,
 		Min:     Percentile(waits, 0),
 		P50:     Percentile(waits, 50),
 		P99:     Percentile(waits, 99),

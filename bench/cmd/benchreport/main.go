@@ -35,8 +35,8 @@ type config struct {
 	recoveryInterval   time.Duration // pacing of each client during the recovery run
 	recoveryCap        time.Duration
 
-	herdClients   int
-	raHerdClients int
+	herdClients                 int
+	raHerdClients, raHerdRounds int
 
 	uploadSize   int64
 	uploadRounds int
@@ -65,6 +65,7 @@ func defaultConfig() config {
 
 		herdClients:   200,
 		raHerdClients: 100,
+		raHerdRounds:  5,
 
 		uploadSize:   64 << 20,
 		uploadRounds: 9,

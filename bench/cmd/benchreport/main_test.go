@@ -32,6 +32,7 @@ func quickConfig() config {
 
 		herdClients:   10,
 		raHerdClients: 5,
+		raHerdRounds:  2,
 
 		uploadSize:   1 << 20,
 		uploadRounds: 1,
