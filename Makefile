@@ -29,6 +29,7 @@ examples:
 	go build -o /dev/null ./examples/...
 
 ## bench: the package's benchmarks, then the peer comparison in bench/
+## (about 5 minutes; the fleet as real processes is apart: cd bench && go run ./cmd/fleetprocs)
 bench:
 	go test -run '^$$' -bench . -benchmem -count=1 .
 	cd bench && go run ./cmd/benchreport
