@@ -89,3 +89,17 @@ func TestRunFleetRejectsEmpty(t *testing.T) {
 	_, err := RunFleet(fleetLib(t, NameHTTPRetry), FleetConfig{Clients: 1})
 	assert.Error(t, err)
 }
+
+func TestRunFleetQuietOutageEarnsTheFloor(t *testing.T) {
+	// 2 clients × 2 requests per window for 30 windows, upstream down: a
+	// window's share (20 % of 2 requests) grants nothing, so every resend
+	// spends floor credit, which starts at 10 and earns 0.2 per request.
+	// Each client's 60 requests earn 12: at most 22 resends each, and at
+	// least 21 (a fraction of a credit may be left over at the end).
+	cfg := FleetConfig{Clients: 2, PerWindow: 2, Windows: 30, Window: 50 * time.Millisecond, FailRate: 1}
+	r, err := RunFleet(fleetLib(t, NameHTTPRetry), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 120, r.Requests)
+	assert.GreaterOrEqual(t, r.Upstream, int64(2*(60+21)))
+	assert.LessOrEqual(t, r.Upstream, int64(2*(60+22)))
+}
