@@ -30,7 +30,8 @@ func TestRunHerd(t *testing.T) {
 	t.Run("the budget resends a part", func(t *testing.T) {
 		r, err := RunHerd(lib(t, NameHTTPRetry), clients)
 		require.NoError(t, err)
-		// 20 requests grant max(10, 20 % of 20) = 10 resends.
+		// A window grants at most max(share, MinRetries): 20 requests
+		// have a share of 4, and a fresh floor credit pays up to 10.
 		assert.Greater(t, r.Resent, 0)
 		assert.LessOrEqual(t, r.Resent, 10)
 	})

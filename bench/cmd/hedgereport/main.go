@@ -5,8 +5,9 @@
 //   - an upstream slow for everyone: every request takes 100 ms.
 //
 // Each is run without hedging and with Hedge{After: 20ms, Max: 1}, with
-// DefaultPolicy otherwise (its budget grants 20 % of requests, at least 10,
-// per 10 s).
+// DefaultPolicy otherwise (its budget grants copies up to 20 % of the
+// requests of the last 10 s, and beyond that share up to 10 per 10 s from
+// a floor credit that each request earns back at 0.2).
 //
 //	go run ./cmd/hedgereport
 package main
