@@ -64,6 +64,9 @@ func AttemptFromContext(ctx context.Context) int {
 // canceled as a losing hedge, or when only a trace can tell whether it
 // reached the wire.
 func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *http.Request) {
+	// Attempt 1 lives in the call. An attempt is never reused for the
+	// next: its context, held inside it, may still be read by the base
+	// transport's goroutines after its response was discarded.
 	a := &c.first
 	if n > 1 {
 		a = new(attempt)

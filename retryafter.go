@@ -55,7 +55,7 @@ func isDigits(s string) bool {
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	var longest time.Duration
 	found := false
-	for _, v := range h.Values("Retry-After") {
+	for _, v := range h["Retry-After"] { // the canonical key: Values would canonicalise it each time
 		if d, ok := ParseRetryAfter(v, now); ok && (!found || d > longest) {
 			longest, found = d, true
 		}
