@@ -213,8 +213,8 @@ func (c *call) giveUp(o outcome, reason Reason) (*http.Response, error) {
 		return o.a.deliver(o.resp), nil
 	}
 	o.a.end()
-	if c.answer != nil {
-		return c.answer, nil
+	if c.answer != nil && c.req.Context().Err() == nil {
+		return c.answer, nil // a caller who gave up gets its context's error
 	}
 	return nil, c.giveUpError(reason, o.err)
 }

@@ -421,3 +421,25 @@ func TestAFallbackNeverSentDoesNotRefundACopy(t *testing.T) {
 		assert.Equal(t, BudgetStats{Requests: 0, Retries: 1}, statsOf(bs, "b.test", p.Budget), "the copy to b was sent")
 	})
 }
+
+// A caller who cancels gets its context's error, not an answer kept from
+// an earlier origin.
+func TestFallbackCancelBeatsAKeptAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == "a.test" {
+				return fakeResponse(r, 503, nil, "busy"), nil
+			}
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		})
+		p := fastPolicy(0)
+		p.Fallbacks = []string{"http://b.test"}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(ms(100), cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.test/", nil)
+		resp, err := New(base, WithPolicy(p)).RoundTrip(req)
+		assert.Nil(t, resp)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+}
