@@ -143,6 +143,15 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) 
 	return wait, 0
 }
 
+// grant admits one attempt to tg at now (see admit) and takes it.
+func (c *call) grant(tg *target, now time.Time, drain time.Duration, copy bool) (time.Duration, Reason) {
+	wait, reason := c.admit(tg, now, drain, copy)
+	if reason == 0 {
+		reason = c.take(tg, now, wait)
+	}
+	return wait, reason
+}
+
 // take charges an admitted attempt to tg's budget at now, keeping the
 // reservation in case the attempt is never sent, and spends its wait from
 // the wait budget; it reports ReasonBudget if the budget refuses.

@@ -74,6 +74,9 @@ func usable(own, fb origin) bool {
 // hasUsableFallback reports whether a request to u has a candidate besides
 // its own origin.
 func hasUsableFallback(u *url.URL, fallbacks []origin) bool {
+	if len(fallbacks) == 0 {
+		return false
+	}
 	own := originOf(u)
 	for _, fb := range fallbacks {
 		if usable(own, fb) {
@@ -151,11 +154,7 @@ func (c *call) route(now time.Time, drain time.Duration) (*target, time.Duration
 // always drawn on the pool and charged as a resend.
 func (c *call) routeCopy(now time.Time) (*target, Reason) {
 	if tg := c.untried(); tg != nil {
-		_, reason := c.admit(tg, now, 0, true)
-		if reason == 0 {
-			reason = c.take(tg, now, 0)
-		}
-		if reason != 0 {
+		if _, reason := c.grant(tg, now, 0, true); reason != 0 {
 			return nil, reason
 		}
 		tg.tried = true
@@ -174,15 +173,13 @@ func (c *call) resendTo(now time.Time, drain time.Duration, copy bool) (*target,
 	for i := range c.targets {
 		k := (c.ring + i) % len(c.targets)
 		tg := &c.targets[k]
-		wait, reason := c.admit(tg, now, drain, copy)
-		if reason == ReasonExhausted {
+		wait, reason := c.grant(tg, now, drain, copy)
+		switch reason {
+		case 0:
+			c.ring = k + 1
+			return tg, wait, 0
+		case ReasonExhausted:
 			return nil, 0, reason // the pool is the request's, not a candidate's
-		}
-		if reason == 0 {
-			if reason = c.take(tg, now, wait); reason == 0 {
-				c.ring = k + 1
-				return tg, wait, 0
-			}
 		}
 		if first == 0 {
 			first = reason

@@ -9,10 +9,11 @@ import (
 
 // Hedge sends speculative copies of a slow request, to cut the tail
 // latency that one slow replica gives every caller. Only requests that may
-// be resent and whose body can be replayed are hedged; every copy is
-// charged to the host's retry budget and counts against MaxRetries, so one
-// request never costs the upstream more than 1 + MaxRetries calls. The zero
-// value sends no copies.
+// be resent and whose body can be replayed are hedged; a copy goes to the
+// next fallback origin not yet tried, if any, is charged to the retry
+// budget of the origin it goes to and counts against MaxRetries, so one
+// request never costs the upstream more than 1 + MaxRetries calls
+// (candidates + MaxRetries with fallbacks). The zero value sends no copies.
 type Hedge struct {
 	// After is how long an attempt may go without response headers before
 	// another copy is sent; 0 turns hedging off.

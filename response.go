@@ -26,7 +26,7 @@ func discard(resp *http.Response) {
 	if body == nil {
 		return
 	}
-	if resp.ContentLength > drainLimit || resp.ContentLength == 0 {
+	if !drains(resp) {
 		body.Close()
 		return
 	}
@@ -94,9 +94,16 @@ func keep(resp *http.Response) bool {
 
 // drainBound is the longest discarding resp can take.
 func drainBound(resp *http.Response) time.Duration {
-	if resp == nil || resp.Body == nil || resp.Body == http.NoBody ||
-		resp.ContentLength > drainLimit || resp.ContentLength == 0 {
+	if resp == nil || !drains(resp) {
 		return 0
 	}
 	return drainTime
+}
+
+// drains reports whether discard reads resp's body before closing it,
+// rather than closing it at once: a body that may be short enough to keep
+// its connection.
+func drains(resp *http.Response) bool {
+	return resp.Body != nil && resp.Body != http.NoBody &&
+		resp.ContentLength != 0 && resp.ContentLength <= drainLimit
 }

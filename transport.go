@@ -112,7 +112,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req.Body)
 		return nil, err
 	}
-	if maxRetries == 0 && (len(fallbacks) == 0 || !hasUsableFallback(req.URL, fallbacks)) {
+	if maxRetries == 0 && !hasUsableFallback(req.URL, fallbacks) {
 		return passThrough(t.base, req)
 	}
 
@@ -131,12 +131,10 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
 		c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Time{})
-		a := &c.first
-		a.n, a.tg = 1, &c.targets[0]
 		if resp != nil {
-			return c.loop(outcome{a, resp, nil, true}) // answers said so
+			return c.loop(outcome{&c.first, resp, nil, true}) // answers said so
 		}
-		return c.loop(c.judge(a, nil, err))
+		return c.loop(c.judge(&c.first, nil, err))
 	}
 	c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Now())
 	return c.loop(c.round(1, &c.targets[0], c.firstBody()))

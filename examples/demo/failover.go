@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/httpretry/httpretry"
@@ -90,14 +88,7 @@ func (f *failoverStory) send(c *http.Client, l *log, r request) {
 // describe renders one event of a request whose attempt went to at.
 func (f *failoverStory) describe(e httpretry.Event, at string) string {
 	o := f.names
-	outcome := fmt.Sprintf("status %d", e.Status)
-	switch {
-	case errors.Is(e.Err, syscall.ECONNREFUSED):
-		outcome = "connection refused"
-	case e.Err != nil:
-		outcome = "error: " + shorten(e.Err.Error())
-	}
-	head := fmt.Sprintf("attempt %d to %s (%s): %s", e.Attempt, o[at], at, outcome)
+	head := fmt.Sprintf("attempt %d to %s (%s): %s", e.Attempt, o[at], at, outcomeOf(e))
 	switch e.Kind {
 	case httpretry.EventFallback:
 		return fmt.Sprintf("%s -> fallback: attempt %d to %s (%s), at once", head, e.Attempt+1, o[e.Origin], e.Origin)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/httpretry/httpretry"
@@ -135,15 +136,22 @@ func bodyReader(body string) io.Reader {
 	return io.MultiReader(strings.NewReader(body))
 }
 
-// describe renders one event as a line of the report.
-func describe(e httpretry.Event) string {
-	outcome := fmt.Sprintf("status %d", e.Status)
+// outcomeOf says in words how the attempt an event reports on ended.
+func outcomeOf(e httpretry.Event) string {
 	switch {
 	case errors.Is(e.Err, httpretry.ErrAttemptTimeout):
-		outcome = "no response headers within PerTryTimeout"
+		return "no response headers within PerTryTimeout"
+	case errors.Is(e.Err, syscall.ECONNREFUSED):
+		return "connection refused"
 	case e.Err != nil:
-		outcome = "error: " + shorten(e.Err.Error())
+		return "error: " + shorten(e.Err.Error())
 	}
+	return fmt.Sprintf("status %d", e.Status)
+}
+
+// describe renders one event as a line of the report.
+func describe(e httpretry.Event) string {
+	outcome := outcomeOf(e)
 	switch e.Kind {
 	case httpretry.EventRetry:
 		return fmt.Sprintf("attempt %d: %s -> retry after %v", e.Attempt, outcome, e.Delay.Round(time.Millisecond))
