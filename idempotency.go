@@ -1,10 +1,12 @@
 package httpretry
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // defaultIdempotencyHeaders are the two names net/http itself takes as
@@ -27,11 +29,18 @@ func keyable(method string) bool {
 	return method == http.MethodPost || method == http.MethodPatch
 }
 
-// hasIdempotencyKey reports whether h carries a non-blank value under one of
-// names, which are in canonical form.
+// hasIdempotencyKey reports whether h carries a key under one of names,
+// which are in canonical form: a non-blank value, or the name with a nil or
+// empty value, net/http's way to mark a request idempotent without sending
+// the header. A blank value that would be sent is no key: no server can
+// deduplicate on it.
 func hasIdempotencyKey(h http.Header, names []string) bool {
 	for _, name := range names {
-		for _, v := range h[name] {
+		vs, ok := h[name]
+		if ok && len(vs) == 0 {
+			return true
+		}
+		for _, v := range vs {
 			if strings.TrimSpace(v) != "" {
 				return true
 			}
@@ -43,7 +52,34 @@ func hasIdempotencyKey(h http.Header, names []string) bool {
 // resendable reports whether req may be sent more than once whatever
 // happened to the first attempt.
 func resendable(req *http.Request, names []string) bool {
-	return idempotentMethod(req.Method) || keyable(req.Method) && hasIdempotencyKey(req.Header, names)
+	return idempotentMethod(req.Method) ||
+		keyable(req.Method) && hasIdempotencyKey(req.Header, names) ||
+		idempotentFrom(req.Context())
+}
+
+type idempotentKey struct{}
+
+// idempotentUsed is set once WithIdempotent has been called: until then no
+// context can hold the mark, and the lookup, which walks the whole context
+// chain, is skipped.
+var idempotentUsed atomic.Bool
+
+// WithIdempotent returns a context that marks every request sent with it as
+// safe to send more than once, whatever its method: for operations known
+// to be idempotent that a client sends as POST, such as S3's
+// CompleteMultipartUpload or DeleteObjects. Never use it for an operation
+// whose repetition has an effect, such as S3's CreateMultipartUpload.
+func WithIdempotent(ctx context.Context) context.Context {
+	idempotentUsed.Store(true)
+	return context.WithValue(ctx, idempotentKey{}, true)
+}
+
+func idempotentFrom(ctx context.Context) bool {
+	if !idempotentUsed.Load() {
+		return false
+	}
+	marked, _ := ctx.Value(idempotentKey{}).(bool)
+	return marked
 }
 
 // newIdempotencyKey returns a random version 4 UUID, the form the IETF

@@ -1,8 +1,14 @@
 package httpretry
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,7 +70,12 @@ func TestResendable(t *testing.T) {
 		{"POST with tab key", http.MethodPost, headerWith("X-Idempotency-Key", "\t"), defaultIdempotencyHeaders, false},
 		{"POST with blank then real key", http.MethodPost, http.Header{"Idempotency-Key": {" ", "k2"}}, defaultIdempotencyHeaders, true},
 		{"POST with blank key and real X- key", http.MethodPost, http.Header{"Idempotency-Key": {" "}, "X-Idempotency-Key": {"k"}}, defaultIdempotencyHeaders, true},
-		{"POST with nil header values", http.MethodPost, http.Header{"Idempotency-Key": nil}, defaultIdempotencyHeaders, false},
+		// net/http marks a request idempotent by a key with a nil value,
+		// which it does not send; DESIGN point 19 counts it as net/http does.
+		{"POST with nil header value", http.MethodPost, http.Header{"Idempotency-Key": nil}, defaultIdempotencyHeaders, true},
+		{"POST with empty header slice", http.MethodPost, http.Header{"X-Idempotency-Key": {}}, defaultIdempotencyHeaders, true},
+		{"POST with nil custom header", http.MethodPost, http.Header{"X-Request-Token": nil}, custom, true},
+		{"POST with nil default header, custom names", http.MethodPost, http.Header{"Idempotency-Key": nil}, custom, false},
 		{"POST with another header", http.MethodPost, headerWith("X-Request-Id", "k1"), defaultIdempotencyHeaders, false},
 		{"CONNECT with key", http.MethodConnect, headerWith("Idempotency-Key", "k1"), defaultIdempotencyHeaders, false},
 		{"POST with custom header", http.MethodPost, headerWith("X-Request-Token", "k1"), custom, true},
@@ -82,6 +93,67 @@ func TestResendable(t *testing.T) {
 				req.Header = tt.header
 			}
 			assert.Equal(t, tt.want, resendable(req, tt.names))
+		})
+	}
+}
+
+func TestWithIdempotentMarksAnyMethod(t *testing.T) {
+	for _, method := range []string{http.MethodPost, http.MethodPatch, http.MethodConnect, "PROPFIND"} {
+		req, err := http.NewRequest(method, "http://127.0.0.1/x", nil)
+		require.NoError(t, err)
+		assert.False(t, resendable(req, defaultIdempotencyHeaders), method)
+		req = req.WithContext(WithIdempotent(req.Context()))
+		assert.True(t, resendable(req, defaultIdempotencyHeaders), method)
+	}
+}
+
+func TestPostsMarkedTheNetHTTPWayAreResent(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		ctx    func(context.Context) context.Context
+	}{
+		{"nil-valued key", http.Header{"Idempotency-Key": nil}, nil},
+		{"WithIdempotent", nil, WithIdempotent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			var sentKeys []string
+			var mu sync.Mutex
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				sentKeys = append(sentKeys, r.Header.Get("Idempotency-Key")+"|"+string(body))
+				mu.Unlock()
+				if calls.Add(1) == 1 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}))
+			defer srv.Close()
+			p := DefaultPolicy()
+			p.Backoff = NoBackoff()
+			p.AutoIdempotencyKey = true // a key already there, nil or not, gets no other
+			client := &http.Client{Transport: New(nil, WithPolicy(p))}
+			defer client.CloseIdleConnections()
+
+			ctx := context.Background()
+			if tt.ctx != nil {
+				ctx = tt.ctx(ctx)
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("payload"))
+			require.NoError(t, err)
+			for k, v := range tt.header {
+				req.Header[k] = v
+			}
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, int32(2), calls.Load())
+			// Marked safe already, the request gets no key of
+			// AutoIdempotencyKey's, and its body is sent whole twice.
+			assert.Equal(t, []string{"|payload", "|payload"}, sentKeys)
 		})
 	}
 }
