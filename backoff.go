@@ -85,7 +85,10 @@ func exponentialProblem(initial, max time.Duration) string {
 
 // WithWaitBudget returns b with a cap on the sum of all waits of one
 // request: the wait that would overrun it is shortened to what is left, and
-// once it is spent resends go without waiting. It panics on a negative total.
+// once it is spent no resend goes to an origin already tried (the request
+// ends with ReasonWaitBudget); a fallback origin not yet tried still gets
+// its first attempt, which never waits. A total of 0 is spent from the
+// start. It panics on a negative total.
 func (b Backoff) WithWaitBudget(total time.Duration) Backoff {
 	if total < 0 {
 		panic(fmt.Sprintf("httpretry: WithWaitBudget(%v): the total must not be negative", total))
@@ -107,11 +110,11 @@ func (b Backoff) Unbudgeted() Backoff {
 }
 
 // waitBudget is the cap on the sum of the waits of one request, negative
-// when there is none.
+// when there is none, as for NoBackoff, which never waits.
 func (b Backoff) waitBudget() time.Duration {
 	b = b.resolve()
 	if b.kind == kindNone {
-		return 0
+		return -1
 	}
 	return b.budget
 }

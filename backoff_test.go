@@ -298,9 +298,10 @@ func TestBackoffWaitBudget(t *testing.T) {
 	}{
 		{"zero", Backoff{}, 30 * time.Second},
 		{"default", DefaultBackoff, 30 * time.Second},
-		{"none", NoBackoff(), 0},
-		{"none with budget", NoBackoff().WithWaitBudget(time.Minute), 0},
-		{"none unbudgeted", NoBackoff().Unbudgeted(), 0},
+		// NoBackoff never waits, so nothing bounds its waits (point 19).
+		{"none", NoBackoff(), -1},
+		{"none with budget", NoBackoff().WithWaitBudget(time.Minute), -1},
+		{"none unbudgeted", NoBackoff().Unbudgeted(), -1},
 		{"fixed", Fixed(time.Second), 30 * time.Second},
 		{"exponential", Exponential(time.Second, time.Minute), 30 * time.Second},
 		{"jitter", ExponentialJitter(time.Second, time.Minute), 30 * time.Second},

@@ -149,3 +149,25 @@ func BenchmarkResend(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPOSTUnkeyed is a POST without an idempotency key and with
+// GetBody (as http.NewRequest sets it for a bytes.Reader), whose first
+// attempt succeeds: it may be resent only if it never left, and finding
+// that out must cost nothing when no PerTryTimeout can cut a dial short.
+func BenchmarkPOSTUnkeyed(b *testing.B) {
+	payload := []byte(`{"order":42}`)
+	for _, tc := range againstBare() {
+		b.Run(tc.name, func(b *testing.B) {
+			c := &http.Client{Transport: tc.rt}
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, "http://api.example.com/orders", bytes.NewReader(payload))
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+}

@@ -111,6 +111,10 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) 
 	if c.drawn >= c.maxRetries {
 		return 0, ReasonExhausted
 	}
+	if !copy && c.waitLeft == 0 {
+		// Spent: resending at once would hammer an origin that failed.
+		return 0, ReasonWaitBudget
+	}
 	if tg.raTooLong {
 		return 0, ReasonRetryAfterTooLong
 	}

@@ -39,8 +39,11 @@ func TestAdmitAtFixedInstants(t *testing.T) {
 		{name: "Retry-After lengthens", waitLeft: -1, raUntil: ms(700), wait: ms(700)},
 		{name: "Retry-After shorter than the backoff", waitLeft: -1, raUntil: ms(50), wait: ms(100)},
 		{name: "wait budget shortens", waitLeft: ms(30), wait: ms(30)},
-		{name: "wait budget spent: no wait", waitLeft: 0, wait: 0},
-		{name: "Retry-After beats the wait budget", waitLeft: 0, raUntil: ms(300), wait: ms(300)},
+		// Point 19: a spent wait budget never hammers.
+		{name: "wait budget spent", waitLeft: 0, reason: ReasonWaitBudget},
+		{name: "wait budget spent, Retry-After too", waitLeft: 0, raUntil: ms(300), reason: ReasonWaitBudget},
+		{name: "Retry-After beats what is left of the wait budget", waitLeft: ms(1), raUntil: ms(300), wait: ms(300)},
+		{name: "a copy does not need the wait budget", waitLeft: 0, copy: true, wait: 0},
 		{name: "fits the deadline", waitLeft: -1, deadline: ms(101), wait: ms(100)},
 		{name: "ends at the deadline", waitLeft: -1, deadline: ms(100), reason: ReasonDeadline},
 		{name: "the drain counts", waitLeft: -1, deadline: ms(150), drain: ms(100), reason: ReasonDeadline},

@@ -66,6 +66,10 @@ const (
 	ReasonNotRetryable
 	// ReasonCanceled: the request's context was canceled.
 	ReasonCanceled
+	// ReasonWaitBudget: the backoff's wait budget (Backoff.WithWaitBudget)
+	// is spent, so no resend may go to an origin already tried; it ends the
+	// request as ReasonExhausted does.
+	ReasonWaitBudget
 )
 
 var reasonNames = [...]string{
@@ -77,6 +81,7 @@ var reasonNames = [...]string{
 	ReasonBodyNotReplayable: "body-not-replayable",
 	ReasonNotRetryable:      "not-retryable",
 	ReasonCanceled:          "canceled",
+	ReasonWaitBudget:        "wait-budget",
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or

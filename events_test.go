@@ -41,7 +41,8 @@ func TestReasonString(t *testing.T) {
 		{ReasonNotRetryable, "not-retryable"},
 		{ReasonCanceled, "canceled"},
 		{0, "none"},
-		{ReasonCanceled + 1, "none"},
+		{ReasonWaitBudget, "wait-budget"},
+		{ReasonWaitBudget + 1, "none"},
 		{100, "none"},
 		{255, "none"},
 	}
@@ -55,7 +56,7 @@ func TestReasonString(t *testing.T) {
 			seen[tt.want] = tt.reason
 		}
 	}
-	assert.Len(t, seen, 8)
+	assert.Len(t, seen, 9)
 }
 
 func TestObserversEmitInOrder(t *testing.T) {

@@ -178,8 +178,8 @@ func (c *call) resendTo(now time.Time, drain time.Duration, copy bool) (*target,
 		case 0:
 			c.ring = k + 1
 			return tg, wait, 0
-		case ReasonExhausted:
-			return nil, 0, reason // the pool is the request's, not a candidate's
+		case ReasonExhausted, ReasonWaitBudget:
+			return nil, 0, reason // the request's, not a candidate's
 		}
 		if first == 0 {
 			first = reason

@@ -229,7 +229,7 @@ func TestResolvePolicyDefaults(t *testing.T) {
 	})
 	assert.Equal(t, statusSet{}, hp.retryOn)
 	assert.Equal(t, int64(-1), hp.maxReplay)
-	assert.Equal(t, time.Duration(0), hp.waitBudget)
+	assert.Equal(t, time.Duration(-1), hp.waitBudget) // NoBackoff: nothing to bound
 	assert.Equal(t, []string{"X-Request-Token"}, hp.idemHeaders)
 	assert.Equal(t, "X-Request-Token", hp.autoKeyHeader)
 

@@ -82,11 +82,69 @@ func TestWaitBudgetShortensTheWaitThatOverrunsIt(t *testing.T) {
 		base := newScripted(statusThenOK(503, nil, 10))
 		p := fastPolicy(4)
 		p.Backoff = Exponential(ms(100), ms(1000)).WithWaitBudget(ms(250))
-		resp, err := get(t, New(base, WithPolicy(p)), context.Background())
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
 		require.NoError(t, err)
 		resp.Body.Close()
-		// Waits 100, 150 (what is left), then none.
-		assert.Equal(t, []time.Duration{0, ms(100), ms(250), ms(250), ms(250)}, base.sentAt)
+		// Waits 100, 150 (what is left), then gives up rather than
+		// resending at once (point 19): the last 503 is the answer.
+		assert.Equal(t, []time.Duration{0, ms(100), ms(250)}, base.sentAt)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		last := rec.all()[len(rec.all())-1]
+		assert.Equal(t, EventGiveUp, last.Kind)
+		assert.Equal(t, ReasonWaitBudget, last.Reason)
+	})
+}
+
+func TestASpentWaitBudgetNeverHammers(t *testing.T) {
+	tests := []struct {
+		name    string
+		backoff Backoff
+		sentAt  []time.Duration
+	}{
+		// The attack's case: three resends in the same millisecond before.
+		{"fixed 2s, budget 1s", Fixed(2 * time.Second).WithWaitBudget(time.Second), []time.Duration{0, time.Second}},
+		{"budget 0 is spent from the start", Fixed(time.Second).WithWaitBudget(0), []time.Duration{0}},
+		{"jitter, budget 0", ExponentialJitter(ms(100), ms(200)).WithWaitBudget(0), []time.Duration{0}},
+		{"no backoff has no wait budget", NoBackoff(), []time.Duration{0, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := newScripted(statusThenOK(503, nil, 10))
+				p := fastPolicy(3)
+				p.Backoff = tt.backoff
+				var rec recorder
+				resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, tt.sentAt, base.sentAt)
+				last := rec.all()[len(rec.all())-1]
+				assert.Equal(t, EventGiveUp, last.Kind)
+				if len(tt.sentAt) == 4 {
+					assert.Equal(t, ReasonExhausted, last.Reason)
+				} else {
+					assert.Equal(t, ReasonWaitBudget, last.Reason)
+				}
+			})
+		})
+	}
+}
+
+func TestASpentWaitBudgetStillTriesEveryFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newScripted(statusThenOK(503, nil, 10))
+		p := fastPolicy(3)
+		p.Backoff = Fixed(time.Second).WithWaitBudget(0)
+		p.Fallbacks = []string{"http://b.example", "http://c.example"}
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		// Every candidate once, at once; then no resend to one already tried.
+		assert.Equal(t, []time.Duration{0, 0, 0}, base.sentAt)
+		last := rec.all()[len(rec.all())-1]
+		assert.Equal(t, ReasonWaitBudget, last.Reason)
 	})
 }
 
