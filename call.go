@@ -53,12 +53,13 @@ func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
-// body to record, no context of its own (no timer, no trace, no hedge) and
-// no header to add.
+// body to record, no context of its own (no timer, no hedge) and no header
+// to add. A request that is not resendable needs no trace either, without a
+// timer: whether it left is told by its error (see neverSent).
 func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	return p.untimed &&
 		(r.Body == nil || r.Body == http.NoBody || r.GetBody != nil) &&
-		resendable(r, p.idemHeaders)
+		(p.autoKeyHeader == "" || resendable(r, p.idemHeaders))
 }
 
 // newCall sets up what the attempts after the first need; start is when

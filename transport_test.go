@@ -607,6 +607,8 @@ func TestHappyPathDoesNotAllocate(t *testing.T) {
 	rt.RoundTrip(req) // creates the host's budget
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(put) }), "PUT with GetBody")
+	post, _ := http.NewRequest(http.MethodPost, "http://api.example.com/items", strings.NewReader("x"))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(post) }), "unkeyed POST with GetBody")
 	rt = New(rt.base, WithPolicy(withFallbacks(DefaultPolicy(), "http://standby.example.com")))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET with a fallback")
 }
