@@ -29,6 +29,7 @@ type call struct {
 	sent           int           // attempts sent, hedged copies included
 	drawn          int           // attempts drawn on the pool of maxRetries
 	resendable     bool          // the method or a key makes a resend safe
+	nested         bool          // req is an outer httpretry's resend: see fromOuterResend
 	hedged         bool          // attempts are hedged: see hedges
 	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
 	body           *replayBody   // nil: no body, or GetBody replays it

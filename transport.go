@@ -121,7 +121,8 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		budget = t.budgets.For(req.URL.Host, p.budget)
 		budget.Record()
 	}
-	if sendsAsIs(req, p) {
+	nested := fromOuterResend(req)
+	if !nested && sendsAsIs(req, p) {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
 		resp, err := t.base.RoundTrip(req)
@@ -137,6 +138,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return c.loop(c.judge(&c.first, nil, err))
 	}
 	c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Now())
+	c.nested = nested
 	return c.loop(c.round(1, &c.targets[0], c.firstBody()))
 }
 

@@ -794,6 +794,57 @@ func TestAttemptFromContext(t *testing.T) {
 	assert.Equal(t, 1, AttemptFromContext(context.Background()))
 }
 
+// With httpretry inside httpretry, the inner base sees the inner's own
+// attempt numbers on every path (point 19); an inner that passes requests
+// through untouched leaves the outer's.
+func TestNestedTransportsReportTheInnermostAttempt(t *testing.T) {
+	inner := func(p Policy) Policy { return p }
+	tests := []struct {
+		name  string
+		inner func(Policy) Policy
+		body  bool
+		want  []int
+	}{
+		{"fast path", inner, false, []int{1, 2, 1, 2}},
+		{"per-try timeout", func(p Policy) Policy { p.PerTryTimeout = time.Minute; return p }, false, []int{1, 2, 1, 2}},
+		{"hedged", func(p Policy) Policy { p.Hedge = Hedge{After: time.Minute}; return p }, false, []int{1, 2, 1, 2}},
+		{"recorded body", inner, true, []int{1, 2, 1, 2}},
+		{"fallback", func(p Policy) Policy { p.MaxRetries = 0; p.Fallbacks = []string{"http://b.test"}; return p }, false, []int{1, 2, 1, 2}},
+		{"inner passes through", func(p Policy) Policy { p.MaxRetries = 0; return p }, false, []int{1, 2, 3, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []int
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.Body != nil {
+					io.Copy(io.Discard, r.Body)
+					r.Body.Close()
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, AttemptFromContext(r.Context()))
+				if len(seen) < 4 {
+					return fakeResponse(r, 503, nil, "busy"), nil
+				}
+				return fakeResponse(r, 200, nil, "ok"), nil
+			})
+			in := New(base, WithPolicy(tt.inner(fastPolicy(1))))
+			out := New(in, WithPolicy(fastPolicy(3)))
+			var body io.Reader
+			method := http.MethodGet
+			if tt.body {
+				method, body = http.MethodPut, io.NopCloser(strings.NewReader("x"))
+			}
+			req, _ := http.NewRequest(method, "http://h.test/", body)
+			resp, err := out.RoundTrip(req)
+			require.NoError(t, err)
+			assert.Equal(t, "ok", readAll(t, resp))
+			assert.Equal(t, tt.want, seen)
+		})
+	}
+}
+
 func TestRetryIfDecidesWhatIsAFailure(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch n {
