@@ -137,7 +137,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		if reason != 0 {
 			return c.giveUp(o, reason)
 		}
-		if c.observed() {
+		if c.observed(kind) {
 			c.emit(Event{Kind: kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
 		}
 		st := status(o.resp)
@@ -231,11 +231,13 @@ func (c *call) giveUpError(reason Reason, err error) error {
 
 // observed reports whether anyone is told of events, so that a resend
 // need not build one for nobody.
-func (c *call) observed() bool { return len(c.t.observers) > 0 }
+func (c *call) observed(kind EventKind) bool {
+	return len(c.t.observers) > 0 && c.t.observers.want(c.req.Context(), kind)
+}
 
 // emit tells the observers of e, which concerns an attempt to tg.
 func (c *call) emit(e Event, tg *target) {
-	if !c.observed() {
+	if !c.observed(e.Kind) {
 		return
 	}
 	e.Request = c.req

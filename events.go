@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"context"
 	"net/http"
 	"time"
 )
@@ -118,12 +119,32 @@ type Event struct {
 	Origin string
 }
 
+// observer is a function told of events. enabled, when set, says whether
+// it wants an event of kind about a request with ctx, so that an event
+// nobody wants is never built: WithLogger at a disabled level costs no
+// allocation, not even the event's Origin.
+type observer struct {
+	fn      func(Event)
+	enabled func(ctx context.Context, kind EventKind) bool
+}
+
 // observers calls each observer in order, synchronously and with no lock
 // held.
-type observers []func(Event)
+type observers []observer
+
+// want reports whether any observer wants an event of kind about a
+// request with ctx.
+func (o observers) want(ctx context.Context, kind EventKind) bool {
+	for _, ob := range o {
+		if ob.enabled == nil || ob.enabled(ctx, kind) {
+			return true
+		}
+	}
+	return false
+}
 
 func (o observers) emit(e Event) {
-	for _, fn := range o {
-		fn(e)
+	for _, ob := range o {
+		ob.fn(e)
 	}
 }

@@ -62,8 +62,8 @@ func TestReasonString(t *testing.T) {
 func TestObserversEmitInOrder(t *testing.T) {
 	var got []string
 	obs := observers{
-		func(e Event) { got = append(got, "a:"+e.Kind.String()) },
-		func(e Event) { got = append(got, "b:"+e.Reason.String()) },
+		{fn: func(e Event) { got = append(got, "a:"+e.Kind.String()) }},
+		{fn: func(e Event) { got = append(got, "b:"+e.Reason.String()) }},
 	}
 	obs.emit(Event{Kind: EventGiveUp, Reason: ReasonBudget})
 	assert.Equal(t, []string{"a:give-up", "b:budget"}, got)

@@ -2,11 +2,9 @@ package httpretry
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -19,24 +17,35 @@ import (
 // event has them, status, error, delay, reason and origin. The url is the
 // scheme, host and path only: the query, user info and fragment, which
 // often hold credentials, are never logged, and neither is any header. The
-// error text is cleaned the same way, since net/http's errors (*url.Error)
-// quote the whole URL.
+// error text is cleaned the same way, since net/http's errors (*url.Error),
+// and middlewares inside httpretry, quote the whole URL: every URL in it is
+// cut, whichever origin the attempt went to, and the request's user info,
+// query and fragment are taken out wherever they appear.
 //
-// Each record is checked first with l.Enabled on the request's context, so
-// a disabled level costs next to nothing.
+// Each event is checked first with l.Enabled on the request's context, so
+// a disabled level costs no allocation, retries included.
 func WithLogger(l *slog.Logger) Option {
-	if l == nil {
-		return WithObserver(nil)
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.observers = append(c.observers, observer{
+				fn:      func(e Event) { logEvent(l, e) },
+				enabled: func(ctx context.Context, kind EventKind) bool { return l.Enabled(ctx, levelOf(kind)) },
+			})
+		}
+	})
+}
+
+// levelOf is the level an event of kind is logged at.
+func levelOf(kind EventKind) slog.Level {
+	if kind == EventGiveUp {
+		return slog.LevelWarn
 	}
-	return WithObserver(func(e Event) { logEvent(l, e) })
+	return slog.LevelDebug
 }
 
 // logEvent writes one record for e.
 func logEvent(l *slog.Logger, e Event) {
-	level := slog.LevelDebug
-	if e.Kind == EventGiveUp {
-		level = slog.LevelWarn
-	}
+	level := levelOf(e.Kind)
 	ctx := context.Background()
 	if e.Request != nil {
 		ctx = e.Request.Context()
@@ -85,44 +94,76 @@ func redactURL(u *url.URL) string {
 }
 
 // redactError returns err's text with every URL it quotes cut down to
-// redactURL's form: the URLs of each *url.Error in err's tree, and the
-// request's own URL in case a wrapper printed it.
+// redactURL's form, whichever attempt's URL it is (a fallback's included)
+// and however it is quoted, and with the parts of the request's URL that
+// carry credentials (user info, query, fragment) taken out wherever they
+// stand alone, as in a request URI a middleware printed.
 func redactError(err error, req *http.Request) string {
-	msg := err.Error()
-	var raw []string
-	walkErrors(err, func(e error) {
-		if ue, ok := e.(*url.Error); ok && ue.URL != "" {
-			raw = append(raw, ue.URL)
-		}
-	})
-	if req != nil && req.URL != nil {
-		raw = append(raw, req.URL.String(), req.URL.Redacted())
+	msg := redactURLs(err.Error())
+	if req == nil || req.URL == nil {
+		return msg
 	}
-	for _, s := range raw {
-		safe := "[unparsable URL]"
-		if u, err := url.Parse(s); err == nil {
-			safe = redactURL(u)
+	u := req.URL
+	var secrets [3]string
+	if u.User != nil {
+		secrets[0] = u.User.String() + "@"
+	}
+	if u.RawQuery != "" {
+		secrets[1] = "?" + u.RawQuery
+	}
+	if u.Fragment != "" {
+		secrets[2] = "#" + u.EscapedFragment()
+	}
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "")
 		}
-		if s == "" || s == safe {
-			continue
-		}
-		// url.Error prints its URL with %q.
-		msg = strings.ReplaceAll(msg, strconv.Quote(s), strconv.Quote(safe))
-		msg = strings.ReplaceAll(msg, s, safe)
 	}
 	return msg
 }
 
-// walkErrors calls fn on err and every error it wraps, depth first.
-func walkErrors(err error, fn func(error)) {
-	for err != nil {
-		fn(err)
-		if multi, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range multi.Unwrap() {
-				walkErrors(e, fn)
-			}
-			return
+// redactURLs cuts every absolute URL in msg ("scheme://…" up to a space,
+// a quote or an angle bracket) to redactURL's form; one that does not
+// parse becomes "[unparsable URL]".
+func redactURLs(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, "://")
+		if i < 0 {
+			break
 		}
-		err = errors.Unwrap(err)
+		start := i
+		for start > 0 && isSchemeByte(msg[start-1]) {
+			start--
+		}
+		end := i + len("://")
+		for end < len(msg) && !strings.ContainsRune(" \t\n\r\"'`<>", rune(msg[end])) {
+			end++
+		}
+		// Punctuation after a URL in running text belongs to the text.
+		for end > i+len("://") && strings.ContainsRune(".,;:)", rune(msg[end-1])) {
+			end--
+		}
+		if start == i {
+			b.WriteString(msg[:end])
+			msg = msg[end:]
+			continue
+		}
+		b.WriteString(msg[:start])
+		safe := "[unparsable URL]"
+		if u, err := url.Parse(msg[start:end]); err == nil {
+			safe = redactURL(u)
+		}
+		b.WriteString(safe)
+		msg = msg[end:]
 	}
+	if b.Len() == 0 {
+		return msg
+	}
+	b.WriteString(msg)
+	return b.String()
+}
+
+func isSchemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
 }

@@ -144,6 +144,63 @@ func TestWithLoggerRedactsURLError(t *testing.T) {
 	}
 }
 
+// A middleware inside httpretry that quotes the attempt's URL, in any of
+// the forms a Go program prints it, gets no secret logged, on the request's
+// own origin and on every fallback alike (point 19).
+func TestWithLoggerRedactsEveryAttemptsURL(t *testing.T) {
+	quoting := []struct {
+		name  string
+		quote func(*http.Request) string
+	}{
+		{"String", func(r *http.Request) string { return r.URL.String() }},
+		{"quoted", func(r *http.Request) string { return fmt.Sprintf("%q", r.URL.String()) }},
+		{"Redacted", func(r *http.Request) string { return r.URL.Redacted() }},
+		{"RequestURI", func(r *http.Request) string { return r.URL.RequestURI() }},
+	}
+	for _, q := range quoting {
+		t.Run(q.name, func(t *testing.T) {
+			var refused [2]string
+			for i := range refused {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				refused[i] = ln.Addr().String()
+				ln.Close()
+			}
+			up := newUpstream(t, always(http.StatusServiceUnavailable))
+
+			l, buf := jsonLog()
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := http.DefaultTransport.RoundTrip(r)
+				if err != nil {
+					return nil, fmt.Errorf("middleware: calling %s: %w", q.quote(r), err)
+				}
+				return resp, nil
+			})
+			p := fastPolicy(1)
+			p.Fallbacks = []string{"http://" + refused[1], up.URL}
+			rt := New(base, WithPolicy(p), WithLogger(l))
+			resp, err := rt.RoundTrip(secretRequest(t, "http://"+refused[0]))
+			require.NoError(t, err)
+			readAll(t, resp)
+
+			assertNoSecret(t, buf.String())
+			recs := records(t, buf)
+			require.NotEmpty(t, recs)
+			var fromFallback int
+			for _, r := range recs {
+				if msg, ok := r["error"].(string); ok {
+					assert.Contains(t, msg, "connection refused")
+					assert.Contains(t, msg, "middleware: calling ")
+					if strings.Contains(msg, refused[1]) || q.name == "RequestURI" {
+						fromFallback++
+					}
+				}
+			}
+			assert.Positive(t, fromFallback, "an error from the fallback is logged: %s", buf.String())
+		})
+	}
+}
+
 func TestRedactError(t *testing.T) {
 	full := "https://" + secretUser + ":" + secretPassword + "@api.example.com/v1/pay?token=" + secretQuery + "#" + secretFragment
 	req, err := http.NewRequest(http.MethodPost, full, nil)
@@ -168,6 +225,12 @@ func TestRedactError(t *testing.T) {
 		{"unparsable URL", &url.Error{Op: "Get", URL: "http://[::1%zz/?token=" + secretQuery, Err: errors.New("bad")}, nil,
 			`Get "[unparsable URL]": bad`},
 		{"no URL", errors.New("connection reset"), req, "connection reset"},
+		{"a fallback's URL in running text", errors.New("proxy http://u:" + secretPassword + "@b.example:8080/v1/pay?token=" + secretQuery + ": refused"), req,
+			"proxy http://b.example:8080/v1/pay: refused"},
+		{"two URLs", errors.New("from https://a.example/?token=" + secretQuery + " to ws://b.example/#" + secretFragment), nil,
+			"from https://a.example/ to ws://b.example/"},
+		{"no scheme before the separator", errors.New("odd ://x"), nil, "odd ://x"},
+		{"request URI", fmt.Errorf("GET %s failed", req.URL.RequestURI()), req, "GET /v1/pay failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,6 +305,35 @@ func TestWithLoggerDisabledDebugDoesNotAllocate(t *testing.T) {
 	e := Event{Kind: EventRetry, Request: req, Attempt: 1, Status: 503, Delay: time.Second}
 	allocs := testing.AllocsPerRun(100, func() { logEvent(l, e) })
 	assert.Zero(t, allocs)
+	assert.Zero(t, h.handled)
+}
+
+// A retried request costs the same allocations with a logger whose level
+// is disabled as with none: no event is built for nobody (point 19).
+func TestWithLoggerDisabledLevelAllocatesNothingOnARetry(t *testing.T) {
+	var n int
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n++
+		if n%2 == 1 {
+			return &http.Response{StatusCode: 503, Body: http.NoBody, Request: r}, nil
+		}
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	})
+	p := fastPolicy(1)
+	p.Fallbacks = []string{"http://b.example"}
+	req, err := http.NewRequest(http.MethodGet, "http://a.example/x", nil)
+	require.NoError(t, err)
+	h := &countingHandler{level: slog.LevelError}
+	measure := func(opts ...Option) float64 {
+		rt := New(base, append([]Option{WithPolicy(p)}, opts...)...)
+		return testing.AllocsPerRun(100, func() {
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			require.Equal(t, 200, resp.StatusCode)
+		})
+	}
+	without := measure()
+	assert.Equal(t, without, measure(WithLogger(slog.New(h))))
 	assert.Zero(t, h.handled)
 }
 

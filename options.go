@@ -60,7 +60,7 @@ func WithBudgets(b *Budgets) Option {
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
 		if fn != nil {
-			c.observers = append(c.observers, fn)
+			c.observers = append(c.observers, observer{fn: fn})
 		}
 	})
 }
