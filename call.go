@@ -50,7 +50,25 @@ type outcome struct {
 
 // judge makes an outcome of what attempt a came back with.
 func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
+	if c.p.retryIf != nil {
+		defer a.releaseOnPanic(resp)
+	}
 	return outcome{a, resp, err, c.failed(resp, err)}
+}
+
+// releaseOnPanic, deferred, discards resp and ends attempt a if a callback
+// of the caller's (RetryIf, an observer) panics, so that no connection or
+// goroutine outlives the panic, which then goes on.
+func (a *attempt) releaseOnPanic(resp *http.Response) {
+	if v := recover(); v != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if a != nil {
+			a.end()
+		}
+		panic(v)
+	}
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
@@ -110,6 +128,15 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 	if c.body != nil {
 		defer c.body.finish()
 	}
+	// An observer that panics leaves the outcome it was told of released.
+	defer func() {
+		if v := recover(); v != nil {
+			if o.a != nil {
+				o.a.discard(o.resp)
+			}
+			panic(v)
+		}
+	}()
 	for {
 		if !o.failure {
 			if o.err != nil {
@@ -142,6 +169,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 		st := status(o.resp)
 		c.discard(o)
+		o.resp = nil
 		if reason, err := c.sleep(wait); err != nil {
 			c.reserved.refund()
 			closeBody(body)

@@ -27,6 +27,15 @@ func (p *hostPolicy) answers(resp *http.Response) bool {
 	return !p.retryOn.has(resp.StatusCode)
 }
 
+// answersGuarded is answers for a response no attempt holds yet: a RetryIf
+// that panics leaves it closed.
+func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
+	if p.retryIf != nil {
+		defer (*attempt)(nil).releaseOnPanic(resp)
+	}
+	return p.answers(resp)
+}
+
 // failed reports whether an outcome is a failure worth another attempt. The
 // caller's context ending always is one, so that the loop reports it.
 func (c *call) failed(resp *http.Response, err error) bool {

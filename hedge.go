@@ -74,6 +74,14 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	h.launch(n, tg, body)
 	timer := time.NewTimer(c.p.hedge.After)
 	defer timer.Stop()
+	// A callback that panics (RetryIf, an observer) leaves no attempt of
+	// the round in flight.
+	defer func() {
+		if v := recover(); v != nil {
+			h.cancelLosers(nil)
+			panic(v)
+		}
+	}()
 	for h.pending > 0 {
 		select {
 		case o := <-h.outcomes:

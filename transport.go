@@ -126,7 +126,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
 		resp, err := t.base.RoundTrip(req)
-		if err == nil && resp != nil && p.answers(resp) {
+		if err == nil && resp != nil && p.answersGuarded(resp) {
 			return resp, nil
 		}
 		resp, err = checkOutcome(resp, err)
