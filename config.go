@@ -5,16 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 )
 
 // Config is a transport's policies as a configuration file holds them: the
 // policy of every host, and the policies of some hosts, keyed as
 // WithHostPolicy takes them ("api.example.com", "api.example.com:8443").
-// Read one with ParseConfig; apply it with Options.
+// Read one with ParseConfig; apply it with Options. The zero Config
+// configures nothing: its Options leave New's defaults in place, so that a
+// Config field of a larger configuration struct whose key is absent or
+// null changes nothing.
 type Config struct {
-	Default Policy            `json:"default"`
-	Hosts   map[string]Policy `json:"hosts"`
+	// Default is the policy of every host that Hosts does not name.
+	Default Policy `json:"default"`
+	// Hosts are the policies of some hosts, keyed as WithHostPolicy takes
+	// them; in JSON each entry starts from Default.
+	Hosts map[string]Policy `json:"hosts"`
 }
 
 // ParseConfig reads a Config from JSON such as
@@ -70,7 +77,8 @@ func ParseConfig(data []byte) (Config, error) {
 
 // UnmarshalJSON reads c as ParseConfig does, so that a Config inside a
 // larger configuration gets the same defaults and checks; null leaves c as
-// it is. On error c is left as it was.
+// it is, the zero Config when the larger struct was fresh, which configures
+// nothing. On error c is left as it was.
 func (c *Config) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
@@ -129,11 +137,16 @@ func syntaxProblem(data []byte, err error) string {
 }
 
 // Options is c as options for New or Middleware: WithPolicy(c.Default),
-// then WithHostPolicy for each host in sorted order. Reload a configuration
-// into a new transport that shares the old one's budgets with
+// then WithHostPolicy for each host in sorted order. The zero Config
+// returns no option, so that options given before it stand. Reload a
+// configuration into a new transport that shares the old one's budgets
+// with
 //
 //	New(base, append(c.Options(), WithBudgets(budgets))...)
 func (c Config) Options() []Option {
+	if reflect.ValueOf(c).IsZero() {
+		return nil
+	}
 	opts := []Option{WithPolicy(c.Default)}
 	for _, host := range slices.Sorted(maps.Keys(c.Hosts)) {
 		opts = append(opts, WithHostPolicy(host, c.Hosts[host]))

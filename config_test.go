@@ -202,7 +202,28 @@ func TestConfigOptions(t *testing.T) {
 		u := mustURL(t, url)
 		assert.Equal(t, want, rt.policies.lookup(u).maxRetries, url)
 	}
-	assert.Len(t, Config{}.Options(), 1)
+}
+
+// TestZeroConfigConfiguresNothing: a Config field whose key is absent or
+// null in a larger struct gives no option, so New's defaults, and options
+// given before it, stand.
+func TestZeroConfigConfiguresNothing(t *testing.T) {
+	assert.Empty(t, Config{}.Options())
+	for _, doc := range []string{`{}`, `{"retry": null}`} {
+		var file struct {
+			Retry Config `json:"retry"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(doc), &file), doc)
+		assert.Empty(t, file.Retry.Options(), doc)
+
+		rt := New(policyTestTransport{}, file.Retry.Options()...)
+		assert.Equal(t, defaultMaxRetries, rt.policies.lookup(mustURL(t, "https://a.example/")).maxRetries, doc)
+		rt = New(policyTestTransport{}, append([]Option{WithPolicy(Policy{MaxRetries: 1})}, file.Retry.Options()...)...)
+		assert.Equal(t, 1, rt.policies.lookup(mustURL(t, "https://a.example/")).maxRetries, doc)
+	}
+	// Anything set is a configuration: a zero Default with hosts turns
+	// retrying off for the others, as WithPolicy(Policy{}) does.
+	assert.Len(t, Config{Hosts: map[string]Policy{"a": DefaultPolicy()}}.Options(), 2)
 }
 
 // TestConfigReloadKeepsBudgets reloads a configuration into a new

@@ -11,8 +11,8 @@ import (
 
 // JSON: every field of Policy but RetryIf, named in lower camel case;
 // durations as Go duration strings ("250ms"), a Backoff as its String form.
-// Decoding goes over the values the receiver already holds, rejects unknown
-// fields, and reports every problem it finds, each under its JSON path.
+// Decoding starts from DefaultPolicy's values, rejects unknown fields, and
+// reports every problem it finds, each under its JSON path.
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *bool, *string, *time.Duration, *[]int, *[]string,
@@ -57,47 +57,36 @@ func (h *Hedge) jsonFields() []jsonField {
 // null; the zero Backoff is DefaultBackoff's text.
 func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object over the values p already holds: a
-// field left out keeps its value, and null leaves a field as it is, except
-// that it makes RetryOn or Fallbacks nil. Names are matched exactly; an
-// unknown field, a value of the wrong type, a malformed duration or
-// Backoff is an error, every one of them named in it, and p is then left as
-// it was. Values are not validated here: New and ParseConfig do that.
+// UnmarshalJSON decodes a JSON object as ParseConfig decodes default: it
+// starts from DefaultPolicy, whatever p held, so that a field left out
+// takes DefaultPolicy's value; RetryIf, which JSON does not carry, is kept.
+// null leaves p as it is, and makes RetryOn or Fallbacks nil. Names are
+// matched exactly; an unknown field, a value of the wrong type, a
+// malformed duration or Backoff is an error, every one of them named in
+// it, and p is then left as it was. Values are not validated here: New and
+// ParseConfig do that.
 func (p *Policy) UnmarshalJSON(data []byte) error {
-	q := *p
-	if err := unmarshalObject("policy", data, q.jsonFields()); err != nil {
-		return err
-	}
-	*p = q
-	return nil
+	start := DefaultPolicy()
+	start.RetryIf = p.RetryIf
+	return unmarshalObject("policy", data, p, start, (*Policy).jsonFields)
 }
 
 // MarshalJSON writes every field of c, the window as a duration string.
 func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object over the values c already holds, as
-// Policy.UnmarshalJSON does.
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
+// left out takes the value of DefaultPolicy's Budget, whatever c held.
 func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
-	q := *c
-	if err := unmarshalObject("budget", data, q.jsonFields()); err != nil {
-		return err
-	}
-	*c = q
-	return nil
+	return unmarshalObject("budget", data, c, DefaultPolicy().Budget, (*BudgetConfig).jsonFields)
 }
 
 // MarshalJSON writes every field of h, After as a duration string.
 func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object over the values h already holds, as
-// Policy.UnmarshalJSON does.
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
+// left out takes the value of DefaultPolicy's Hedge, zero, whatever h held.
 func (h *Hedge) UnmarshalJSON(data []byte) error {
-	q := *h
-	if err := unmarshalObject("hedge", data, q.jsonFields()); err != nil {
-		return err
-	}
-	*h = q
-	return nil
+	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge, (*Hedge).jsonFields)
 }
 
 func marshalObject(fields []jsonField) ([]byte, error) {
@@ -122,9 +111,10 @@ func marshalObject(fields []jsonField) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-// unmarshalObject decodes data over fields, as the UnmarshalJSON methods
-// do; what names the value in the error ("policy").
-func unmarshalObject(what string, data []byte, fields []jsonField) error {
+// unmarshalObject decodes data over start, whose fields gives its JSON
+// fields, and stores the result in *dst, as the UnmarshalJSON methods do;
+// what names the value in the error ("policy").
+func unmarshalObject[T any](what string, data []byte, dst *T, start T, fields func(*T) []jsonField) error {
 	if string(data) == "null" {
 		return nil // by convention, as encoding/json treats null
 	}
@@ -132,9 +122,13 @@ func unmarshalObject(what string, data []byte, fields []jsonField) error {
 	if !json.Valid(data) {
 		d.addf("", "invalid JSON")
 	} else {
-		d.object(data, "", fields)
+		d.object(data, "", fields(&start))
 	}
-	return d.err(what)
+	if err := d.err(what); err != nil {
+		return err
+	}
+	*dst = start
+	return nil
 }
 
 // jsonError is every problem found in one JSON document, each prefixed by
