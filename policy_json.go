@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -156,6 +157,9 @@ func (e *jsonError) Unwrap() error {
 type decoder struct {
 	problems []string
 	invalid  bool
+	// undecoded holds the paths of list elements of the wrong type, so
+	// that validation does not report them again.
+	undecoded map[string]bool
 }
 
 // addf records a problem with the JSON itself at path.
@@ -173,11 +177,40 @@ func (d *decoder) invalidf(path, format string, args ...any) {
 	d.invalid = true
 }
 
-// validate records Validate's problems of the policy at path under their
-// JSON names.
-func (d *decoder) validate(path string, bad []problem) {
+// validate records the invalid values of p, the policy at path, under
+// their JSON paths, except the problems in inherited, reported already. The
+// elements of RetryOn and Fallbacks are checked one by one, each under its
+// own path ("retryOn[2]"), those that did not decode left out. It returns
+// the problems of p's other fields: a few at most, so that a caller may
+// pass them as inherited for every host at no more than constant cost.
+func (d *decoder) validate(path string, p Policy, inherited []problem) []problem {
+	retryOn, fallbacks := p.RetryOn, p.Fallbacks
+	p.RetryOn, p.Fallbacks = nil, nil
+	bad := p.problems()
 	for _, b := range bad {
-		d.invalidf(joinPath(path, jsonName(b.field)), "%s", b.text)
+		if !slices.Contains(inherited, b) {
+			d.invalidf(joinPath(path, jsonName(b.field)), "%s", b.text)
+		}
+	}
+	// An element alone in a zero Policy, which is valid, is checked by
+	// the same rule as Validate's.
+	for i, s := range retryOn {
+		d.validateElement(fmt.Sprintf("%s[%d]", joinPath(path, "retryOn"), i), Policy{RetryOn: []int{s}})
+	}
+	for i, s := range fallbacks {
+		d.validateElement(fmt.Sprintf("%s[%d]", joinPath(path, "fallbacks"), i), Policy{Fallbacks: []string{s}})
+	}
+	return bad
+}
+
+// validateElement records the problems of one, a zero Policy holding one
+// list element, under path, the element's.
+func (d *decoder) validateElement(path string, one Policy) {
+	if d.undecoded[path] {
+		return
+	}
+	for _, b := range one.problems() {
+		d.invalidf(path, "%s", b.text)
 	}
 }
 
@@ -229,8 +262,9 @@ func (d *decoder) members(data []byte, path string, at func(name string) string)
 	return ms
 }
 
-// object decodes the members of a JSON object into fields.
-func (d *decoder) object(data []byte, path string, fields []jsonField) {
+// object decodes the members of a JSON object into fields. It returns the
+// names of the fields the object names.
+func (d *decoder) object(data []byte, path string, fields []jsonField) (named []string) {
 	for _, m := range d.members(data, path, nil) {
 		at := joinPath(path, m.name)
 		i := 0
@@ -242,11 +276,13 @@ func (d *decoder) object(data []byte, path string, fields []jsonField) {
 			continue
 		}
 		d.value(m.value, at, fields[i].ptr)
+		named = append(named, m.name)
 	}
+	return named
 }
 
 // value decodes one JSON value into the field ptr points to. A value that
-// does not decode leaves the field as it was.
+// does not decode leaves the field as it was, but for lists (decodeList).
 func (d *decoder) value(raw []byte, path string, ptr any) {
 	null := string(raw) == "null"
 	switch v := ptr.(type) {
@@ -321,11 +357,16 @@ func decodeScalar[T any](d *decoder, raw []byte, path string, dst *T, want strin
 }
 
 // decodeList decodes a JSON array into a fresh slice, never into the
-// backing array *dst may share with another policy; null makes it nil.
+// backing array *dst may share with another policy; null makes it nil. An
+// element of the wrong type is reported, left zero and noted as undecoded,
+// and the others are decoded all the same, so that validation reports every
+// bad one. A value that is no list makes *dst nil: the value is rejected,
+// and its neighbours' checks need not see the list it replaced.
 func decodeList[T any](d *decoder, raw []byte, path string, dst *[]T, want string) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
 		d.addf(path, "%s: want a list, each %s", excerpt(raw), want)
+		*dst = nil
 		return
 	}
 	if elems == nil {
@@ -333,16 +374,17 @@ func decodeList[T any](d *decoder, raw []byte, path string, dst *[]T, want strin
 		return
 	}
 	list := make([]T, len(elems))
-	ok := true
 	for i, e := range elems {
 		if string(e) == "null" || json.Unmarshal(e, &list[i]) != nil {
-			d.addf(fmt.Sprintf("%s[%d]", path, i), "%s: want %s", excerpt(e), want)
-			ok = false
+			at := fmt.Sprintf("%s[%d]", path, i)
+			d.addf(at, "%s: want %s", excerpt(e), want)
+			if d.undecoded == nil {
+				d.undecoded = make(map[string]bool)
+			}
+			d.undecoded[at] = true
 		}
 	}
-	if ok {
-		*dst = list
-	}
+	*dst = list
 }
 
 // joinPath is the JSON path of member name in the object at path.
