@@ -5,16 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 )
 
 // Config is a transport's policies as a configuration file holds them: the
 // policy of every host, and the policies of some hosts, keyed as
 // WithHostPolicy takes them ("api.example.com", "api.example.com:8443").
-// Read one with ParseConfig; apply it with Options.
+// Read one with ParseConfig; apply it with Options. The zero Config
+// configures nothing: its Options leave New's defaults in place, so that a
+// Config field of a larger configuration struct whose key is absent or
+// null changes nothing.
 type Config struct {
-	Default Policy            `json:"default"`
-	Hosts   map[string]Policy `json:"hosts"`
+	// Default is the policy of every host that Hosts does not name.
+	Default Policy `json:"default"`
+	// Hosts are the policies of some hosts, keyed as WithHostPolicy takes
+	// them; in JSON each entry starts from Default.
+	Hosts map[string]Policy `json:"hosts"`
 }
 
 // ParseConfig reads a Config from JSON such as
@@ -35,7 +42,10 @@ type Config struct {
 // panic. The error lists every problem, each under its JSON path
 // (`hosts["api.example.com"].maxRetries: 20 is outside 0..16`): unknown
 // fields, values of the wrong type, malformed durations and backoffs, and
-// invalid values, for which it wraps ErrInvalidPolicy.
+// invalid values, for which it wraps ErrInvalidPolicy. Every element of a
+// list is checked, its path indexed ("retryOn[2]"). A problem that a host
+// inherits from default is reported once, under default. Checking takes
+// time linear in the size of data.
 func ParseConfig(data []byte) (Config, error) {
 	var d decoder
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
@@ -57,8 +67,7 @@ func ParseConfig(data []byte) (Config, error) {
 	if defaults != nil && string(defaults) != "null" {
 		d.object(defaults, "default", cfg.Default.jsonFields())
 	}
-	defaultBad := cfg.Default.problems()
-	d.validate("default", defaultBad)
+	defaultBad := d.validate("default", cfg.Default, nil)
 	if hosts != nil && string(hosts) != "null" {
 		cfg.Hosts = d.hosts(hosts, cfg.Default, defaultBad)
 	}
@@ -70,7 +79,8 @@ func ParseConfig(data []byte) (Config, error) {
 
 // UnmarshalJSON reads c as ParseConfig does, so that a Config inside a
 // larger configuration gets the same defaults and checks; null leaves c as
-// it is. On error c is left as it was.
+// it is, the zero Config when the larger struct was fresh, which configures
+// nothing. On error c is left as it was.
 func (c *Config) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
@@ -83,8 +93,12 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// hosts decodes the host entries, each over a copy of def. A problem that
-// def has too is reported once, under default.
+// hosts decodes the host entries, each over def, whose problems, but
+// those of its lists, are defaultBad: a problem that def has too is
+// reported once, under default. A list an entry does not name is def's,
+// checked once under default, so that checking stays linear in the input
+// however many hosts inherit a long list. It returns nil when d has found
+// a problem.
 func (d *decoder) hosts(data []byte, def Policy, defaultBad []problem) map[string]Policy {
 	type rule struct{ name, port string }
 	ruleKeys := make(map[rule]string)
@@ -100,15 +114,29 @@ func (d *decoder) hosts(data []byte, def Policy, defaultBad []problem) map[strin
 			ruleKeys[rule{name, port}] = m.name
 		}
 		p := def
-		p.RetryOn = slices.Clone(def.RetryOn)
-		p.Fallbacks = slices.Clone(def.Fallbacks)
+		var named []string
 		if string(m.value) != "null" {
-			d.object(m.value, path, p.jsonFields())
+			named = d.object(m.value, path, p.jsonFields())
 		}
-		d.validate(path, slices.DeleteFunc(p.problems(), func(b problem) bool {
-			return slices.Contains(defaultBad, b)
-		}))
+		own := p
+		if !slices.Contains(named, "retryOn") {
+			own.RetryOn = nil
+		}
+		if !slices.Contains(named, "fallbacks") {
+			own.Fallbacks = nil
+		}
+		d.validate(path, own, defaultBad)
 		policies[m.name] = p
+	}
+	if len(d.problems) > 0 {
+		return nil
+	}
+	// Each host's lists are its own, copied only once the whole config
+	// stands, so that a rejected one costs no copies.
+	for host, p := range policies {
+		p.RetryOn = slices.Clone(p.RetryOn)
+		p.Fallbacks = slices.Clone(p.Fallbacks)
+		policies[host] = p
 	}
 	return policies
 }
@@ -129,11 +157,16 @@ func syntaxProblem(data []byte, err error) string {
 }
 
 // Options is c as options for New or Middleware: WithPolicy(c.Default),
-// then WithHostPolicy for each host in sorted order. Reload a configuration
-// into a new transport that shares the old one's budgets with
+// then WithHostPolicy for each host in sorted order. The zero Config
+// returns no option, so that options given before it stand. Reload a
+// configuration into a new transport that shares the old one's budgets
+// with
 //
 //	New(base, append(c.Options(), WithBudgets(budgets))...)
 func (c Config) Options() []Option {
+	if reflect.ValueOf(c).IsZero() {
+		return nil
+	}
 	opts := []Option{WithPolicy(c.Default)}
 	for _, host := range slices.Sorted(maps.Keys(c.Hosts)) {
 		opts = append(opts, WithHostPolicy(host, c.Hosts[host]))

@@ -3,8 +3,10 @@ package httpretry
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +97,7 @@ func TestParseConfigErrors(t *testing.T) {
 				`default.budget.percent: -5 is outside 0..1000`,
 				`hosts["api.example.com"].backoff: "exponential(2s, 1s)": max is below the initial wait`,
 				`hosts["api.example.com"].maxRetries: 17 is outside 0..16`,
-				`hosts["api.example.com"].retryOn: status 99 is outside 100..599`,
+				`hosts["api.example.com"].retryOn[1]: status 99 is outside 100..599`,
 				`hosts["x:abc"]: bad port "abc"`,
 				`hosts["x:abc"].hedge.max: 2 needs Hedge.After`,
 				`hosts["API.example.com"]: the same host as hosts["api.example.com"]`,
@@ -133,6 +135,32 @@ func TestParseConfigErrors(t *testing.T) {
 			assert.Equal(t, tt.invalid, errors.Is(err, ErrInvalidPolicy))
 		})
 	}
+}
+
+// TestParseConfigReportsEveryBadElement: a list with an element of the
+// wrong type is still checked, so that every bad element is reported, each
+// under its own path, in default and host entries, RetryOn and Fallbacks.
+func TestParseConfigReportsEveryBadElement(t *testing.T) {
+	_, err := ParseConfig([]byte(`{
+		"default": {"retryOn": [503, "x", 700], "fallbacks": ["https://ok.example", 7, "ftp://x", null]},
+		"hosts": {
+			"a": {"retryOn": [null, 99, 503], "fallbacks": [true, "https://u:p@b.example"]},
+			"b": {"retryOn": 503, "maxRetries": 2}
+		}
+	}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: config: "+strings.Join([]string{
+		`default.retryOn[1]: "x": want an integer`,
+		`default.fallbacks[1]: 7: want a string`,
+		`default.fallbacks[3]: null: want a string`,
+		`default.retryOn[2]: status 700 is outside 100..599`,
+		`default.fallbacks[2]: "ftp://x": scheme "ftp" is not http or https`,
+		`hosts["a"].retryOn[0]: null: want an integer`,
+		`hosts["a"].fallbacks[0]: true: want a string`,
+		`hosts["a"].retryOn[1]: status 99 is outside 100..599`,
+		`hosts["a"].fallbacks[1]: "https://xxxxx@b.example": an origin has no user info`,
+		`hosts["b"].retryOn: 503: want a list, each an integer`,
+	}, "; "), err.Error())
 }
 
 func TestParseConfigReportsDefaultsProblemOnce(t *testing.T) {
@@ -202,7 +230,28 @@ func TestConfigOptions(t *testing.T) {
 		u := mustURL(t, url)
 		assert.Equal(t, want, rt.policies.lookup(u).maxRetries, url)
 	}
-	assert.Len(t, Config{}.Options(), 1)
+}
+
+// TestZeroConfigConfiguresNothing: a Config field whose key is absent or
+// null in a larger struct gives no option, so New's defaults, and options
+// given before it, stand.
+func TestZeroConfigConfiguresNothing(t *testing.T) {
+	assert.Empty(t, Config{}.Options())
+	for _, doc := range []string{`{}`, `{"retry": null}`} {
+		var file struct {
+			Retry Config `json:"retry"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(doc), &file), doc)
+		assert.Empty(t, file.Retry.Options(), doc)
+
+		rt := New(policyTestTransport{}, file.Retry.Options()...)
+		assert.Equal(t, defaultMaxRetries, rt.policies.lookup(mustURL(t, "https://a.example/")).maxRetries, doc)
+		rt = New(policyTestTransport{}, append([]Option{WithPolicy(Policy{MaxRetries: 1})}, file.Retry.Options()...)...)
+		assert.Equal(t, 1, rt.policies.lookup(mustURL(t, "https://a.example/")).maxRetries, doc)
+	}
+	// Anything set is a configuration: a zero Default with hosts turns
+	// retrying off for the others, as WithPolicy(Policy{}) does.
+	assert.Len(t, Config{Hosts: map[string]Policy{"a": DefaultPolicy()}}.Options(), 2)
 }
 
 // TestConfigReloadKeepsBudgets reloads a configuration into a new
@@ -288,4 +337,75 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("ParseConfig(%s) = %+v,\nits text %s reads as %+v", data, cfg, text, again)
 		}
 	})
+}
+
+// problemsDoc is a config with n problems in default's lists, statuses
+// distinct when distinct, and hosts host entries that inherit them.
+func problemsDoc(n, hosts int, distinct bool) []byte {
+	var b strings.Builder
+	b.WriteString(`{"default": {"retryOn": [`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		status := 700
+		if distinct {
+			status = 1000 + i
+		}
+		b.WriteString(strconv.Itoa(status))
+	}
+	b.WriteString(`]}, "hosts": {`)
+	for i := range hosts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"h%d.example": {"fallbacks": ["ftp://x"]}`, i)
+	}
+	b.WriteString(`}}`)
+	return []byte(b.String())
+}
+
+// TestParseConfigWorkIsLinear counts allocations, which do not depend on
+// the machine's speed: doubling both the problems of default and the hosts
+// that inherit them must about double the work, not quadruple it, as it
+// did when every host checked default's lists again.
+func TestParseConfigWorkIsLinear(t *testing.T) {
+	allocs := func(n, hosts int) float64 {
+		doc := problemsDoc(n, hosts, false)
+		return testing.AllocsPerRun(1, func() {
+			_, err := ParseConfig(doc)
+			require.Error(t, err)
+		})
+	}
+	small, large := allocs(1000, 100), allocs(2000, 200)
+	assert.Less(t, large, 2.5*small, "allocations: %v for 1000 problems and 100 hosts, %v for twice as many", small, large)
+}
+
+// TestParseConfigLargeFileFast: DESIGN's figure, a file of 100,000
+// problems rejected in under a second (without the race detector, which
+// makes it ten times slower and gets a tenth of the file). The bound is
+// ten times that, for a busy machine; quadratic checking took a minute.
+func TestParseConfigLargeFileFast(t *testing.T) {
+	n := 100_000
+	if raceEnabled {
+		n /= 10
+	}
+	doc := problemsDoc(n, 1, true)
+	start := time.Now()
+	_, err := ParseConfig(doc)
+	took := time.Since(start)
+	require.Error(t, err)
+	assert.Equal(t, n+1, strings.Count(err.Error(), "; ")+1, "every problem reported")
+	assert.Less(t, took, 10*time.Second, "%d problems in %d bytes", n, len(doc))
+}
+
+func BenchmarkParseConfigProblems(b *testing.B) {
+	doc := problemsDoc(100_000, 1, true)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseConfig(doc); err == nil {
+			b.Fatal("no error")
+		}
+	}
 }

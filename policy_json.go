@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -11,8 +12,8 @@ import (
 
 // JSON: every field of Policy but RetryIf, named in lower camel case;
 // durations as Go duration strings ("250ms"), a Backoff as its String form.
-// Decoding goes over the values the receiver already holds, rejects unknown
-// fields, and reports every problem it finds, each under its JSON path.
+// Decoding starts from DefaultPolicy's values, rejects unknown fields, and
+// reports every problem it finds, each under its JSON path.
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *bool, *string, *time.Duration, *[]int, *[]string,
@@ -57,47 +58,36 @@ func (h *Hedge) jsonFields() []jsonField {
 // null; the zero Backoff is DefaultBackoff's text.
 func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object over the values p already holds: a
-// field left out keeps its value, and null leaves a field as it is, except
-// that it makes RetryOn or Fallbacks nil. Names are matched exactly; an
-// unknown field, a value of the wrong type, a malformed duration or
-// Backoff is an error, every one of them named in it, and p is then left as
-// it was. Values are not validated here: New and ParseConfig do that.
+// UnmarshalJSON decodes a JSON object as ParseConfig decodes default: it
+// starts from DefaultPolicy, whatever p held, so that a field left out
+// takes DefaultPolicy's value; RetryIf, which JSON does not carry, is kept.
+// null leaves p as it is, and makes RetryOn or Fallbacks nil. Names are
+// matched exactly; an unknown field, a value of the wrong type, a
+// malformed duration or Backoff is an error, every one of them named in
+// it, and p is then left as it was. Values are not validated here: New and
+// ParseConfig do that.
 func (p *Policy) UnmarshalJSON(data []byte) error {
-	q := *p
-	if err := unmarshalObject("policy", data, q.jsonFields()); err != nil {
-		return err
-	}
-	*p = q
-	return nil
+	start := DefaultPolicy()
+	start.RetryIf = p.RetryIf
+	return unmarshalObject("policy", data, p, start, (*Policy).jsonFields)
 }
 
 // MarshalJSON writes every field of c, the window as a duration string.
 func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object over the values c already holds, as
-// Policy.UnmarshalJSON does.
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
+// left out takes the value of DefaultPolicy's Budget, whatever c held.
 func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
-	q := *c
-	if err := unmarshalObject("budget", data, q.jsonFields()); err != nil {
-		return err
-	}
-	*c = q
-	return nil
+	return unmarshalObject("budget", data, c, DefaultPolicy().Budget, (*BudgetConfig).jsonFields)
 }
 
 // MarshalJSON writes every field of h, After as a duration string.
 func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object over the values h already holds, as
-// Policy.UnmarshalJSON does.
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
+// left out takes the value of DefaultPolicy's Hedge, zero, whatever h held.
 func (h *Hedge) UnmarshalJSON(data []byte) error {
-	q := *h
-	if err := unmarshalObject("hedge", data, q.jsonFields()); err != nil {
-		return err
-	}
-	*h = q
-	return nil
+	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge, (*Hedge).jsonFields)
 }
 
 func marshalObject(fields []jsonField) ([]byte, error) {
@@ -122,9 +112,10 @@ func marshalObject(fields []jsonField) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-// unmarshalObject decodes data over fields, as the UnmarshalJSON methods
-// do; what names the value in the error ("policy").
-func unmarshalObject(what string, data []byte, fields []jsonField) error {
+// unmarshalObject decodes data over start, whose fields gives its JSON
+// fields, and stores the result in *dst, as the UnmarshalJSON methods do;
+// what names the value in the error ("policy").
+func unmarshalObject[T any](what string, data []byte, dst *T, start T, fields func(*T) []jsonField) error {
 	if string(data) == "null" {
 		return nil // by convention, as encoding/json treats null
 	}
@@ -132,9 +123,13 @@ func unmarshalObject(what string, data []byte, fields []jsonField) error {
 	if !json.Valid(data) {
 		d.addf("", "invalid JSON")
 	} else {
-		d.object(data, "", fields)
+		d.object(data, "", fields(&start))
 	}
-	return d.err(what)
+	if err := d.err(what); err != nil {
+		return err
+	}
+	*dst = start
+	return nil
 }
 
 // jsonError is every problem found in one JSON document, each prefixed by
@@ -162,6 +157,9 @@ func (e *jsonError) Unwrap() error {
 type decoder struct {
 	problems []string
 	invalid  bool
+	// undecoded holds the paths of list elements of the wrong type, so
+	// that validation does not report them again.
+	undecoded map[string]bool
 }
 
 // addf records a problem with the JSON itself at path.
@@ -179,11 +177,40 @@ func (d *decoder) invalidf(path, format string, args ...any) {
 	d.invalid = true
 }
 
-// validate records Validate's problems of the policy at path under their
-// JSON names.
-func (d *decoder) validate(path string, bad []problem) {
+// validate records the invalid values of p, the policy at path, under
+// their JSON paths, except the problems in inherited, reported already. The
+// elements of RetryOn and Fallbacks are checked one by one, each under its
+// own path ("retryOn[2]"), those that did not decode left out. It returns
+// the problems of p's other fields: a few at most, so that a caller may
+// pass them as inherited for every host at no more than constant cost.
+func (d *decoder) validate(path string, p Policy, inherited []problem) []problem {
+	retryOn, fallbacks := p.RetryOn, p.Fallbacks
+	p.RetryOn, p.Fallbacks = nil, nil
+	bad := p.problems()
 	for _, b := range bad {
-		d.invalidf(joinPath(path, jsonName(b.field)), "%s", b.text)
+		if !slices.Contains(inherited, b) {
+			d.invalidf(joinPath(path, jsonName(b.field)), "%s", b.text)
+		}
+	}
+	// An element alone in a zero Policy, which is valid, is checked by
+	// the same rule as Validate's.
+	for i, s := range retryOn {
+		d.validateElement(fmt.Sprintf("%s[%d]", joinPath(path, "retryOn"), i), Policy{RetryOn: []int{s}})
+	}
+	for i, s := range fallbacks {
+		d.validateElement(fmt.Sprintf("%s[%d]", joinPath(path, "fallbacks"), i), Policy{Fallbacks: []string{s}})
+	}
+	return bad
+}
+
+// validateElement records the problems of one, a zero Policy holding one
+// list element, under path, the element's.
+func (d *decoder) validateElement(path string, one Policy) {
+	if d.undecoded[path] {
+		return
+	}
+	for _, b := range one.problems() {
+		d.invalidf(path, "%s", b.text)
 	}
 }
 
@@ -235,8 +262,9 @@ func (d *decoder) members(data []byte, path string, at func(name string) string)
 	return ms
 }
 
-// object decodes the members of a JSON object into fields.
-func (d *decoder) object(data []byte, path string, fields []jsonField) {
+// object decodes the members of a JSON object into fields. It returns the
+// names of the fields the object names.
+func (d *decoder) object(data []byte, path string, fields []jsonField) (named []string) {
 	for _, m := range d.members(data, path, nil) {
 		at := joinPath(path, m.name)
 		i := 0
@@ -248,11 +276,13 @@ func (d *decoder) object(data []byte, path string, fields []jsonField) {
 			continue
 		}
 		d.value(m.value, at, fields[i].ptr)
+		named = append(named, m.name)
 	}
+	return named
 }
 
 // value decodes one JSON value into the field ptr points to. A value that
-// does not decode leaves the field as it was.
+// does not decode leaves the field as it was, but for lists (decodeList).
 func (d *decoder) value(raw []byte, path string, ptr any) {
 	null := string(raw) == "null"
 	switch v := ptr.(type) {
@@ -327,11 +357,16 @@ func decodeScalar[T any](d *decoder, raw []byte, path string, dst *T, want strin
 }
 
 // decodeList decodes a JSON array into a fresh slice, never into the
-// backing array *dst may share with another policy; null makes it nil.
+// backing array *dst may share with another policy; null makes it nil. An
+// element of the wrong type is reported, left zero and noted as undecoded,
+// and the others are decoded all the same, so that validation reports every
+// bad one. A value that is no list makes *dst nil: the value is rejected,
+// and its neighbours' checks need not see the list it replaced.
 func decodeList[T any](d *decoder, raw []byte, path string, dst *[]T, want string) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
 		d.addf(path, "%s: want a list, each %s", excerpt(raw), want)
+		*dst = nil
 		return
 	}
 	if elems == nil {
@@ -339,16 +374,17 @@ func decodeList[T any](d *decoder, raw []byte, path string, dst *[]T, want strin
 		return
 	}
 	list := make([]T, len(elems))
-	ok := true
 	for i, e := range elems {
 		if string(e) == "null" || json.Unmarshal(e, &list[i]) != nil {
-			d.addf(fmt.Sprintf("%s[%d]", path, i), "%s: want %s", excerpt(e), want)
-			ok = false
+			at := fmt.Sprintf("%s[%d]", path, i)
+			d.addf(at, "%s: want %s", excerpt(e), want)
+			if d.undecoded == nil {
+				d.undecoded = make(map[string]bool)
+			}
+			d.undecoded[at] = true
 		}
 	}
-	if ok {
-		*dst = list
-	}
+	*dst = list
 }
 
 // joinPath is the JSON path of member name in the object at path.

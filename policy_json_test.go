@@ -105,12 +105,10 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPolicyUnmarshalOver(t *testing.T) {
+func TestPolicyUnmarshalStartsFromDefault(t *testing.T) {
 	retryIf := func(*http.Response, error) bool { return false }
-	p := DefaultPolicy()
+	p := jsonPolicies()["full"]
 	p.RetryIf = retryIf
-	p.Fallbacks = []string{"https://b.example"}
-	shared := p.RetryOn
 	require.NoError(t, json.Unmarshal([]byte(`{"maxRetries": 1, "retryOn": [500], "budget": {"window": "1m"},
 		"hedge": {"after": "20ms"}, "fallbacks": null, "perTryTimeout": null}`), &p))
 
@@ -121,14 +119,41 @@ func TestPolicyUnmarshalOver(t *testing.T) {
 	want.Hedge.After = 20 * time.Millisecond
 	assert.NotNil(t, p.RetryIf, "RetryIf is not part of JSON and is kept")
 	p.RetryIf = nil
-	assert.Equal(t, want, p)
-	assert.Equal(t, []int{429, 502, 503, 504}, shared, "a list is decoded into a fresh slice")
+	assert.Equal(t, want, p, "every field left out is DefaultPolicy's, whatever p held")
 
 	require.NoError(t, json.Unmarshal([]byte(`{"retryOn": null}`), &p))
 	assert.Nil(t, p.RetryOn, "null makes RetryOn nil: the default statuses")
 	require.NoError(t, json.Unmarshal([]byte(`null`), &p))
+	assert.Nil(t, p.RetryOn, "null leaves p as it is")
 	require.NoError(t, json.Unmarshal([]byte(`{}`), &p))
-	assert.Equal(t, 1, p.MaxRetries)
+	assert.Equal(t, DefaultPolicy(), p)
+}
+
+// TestPolicyUnmarshalAgreesWithParseConfig: one meaning of left out. A
+// Policy decoded from JSON, into whatever it held, is ParseConfig's
+// default of the same text, and a Config decoded as a field is ParseConfig's.
+func TestPolicyUnmarshalAgreesWithParseConfig(t *testing.T) {
+	for _, doc := range []string{
+		`{"perTryTimeout": "1s"}`,
+		`{}`,
+		`{"maxRetries": 0}`,
+		`{"budget": {"percent": 5}, "hedge": {"max": 2, "after": "1s"}}`,
+		`{"retryOn": null, "fallbacks": ["https://b.example"]}`,
+	} {
+		cfg, err := ParseConfig([]byte(`{"default": ` + doc + `}`))
+		require.NoError(t, err, doc)
+		for _, over := range []Policy{{}, DefaultPolicy(), jsonPolicies()["full"]} {
+			p := over
+			require.NoError(t, json.Unmarshal([]byte(doc), &p), doc)
+			assert.Equal(t, cfg.Default, p, doc)
+		}
+
+		var file struct {
+			Retry Config `json:"retry"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(`{"retry": {"default": `+doc+`}}`), &file), doc)
+		assert.Equal(t, cfg, file.Retry, doc)
+	}
 }
 
 func TestPolicyUnmarshalErrors(t *testing.T) {
@@ -176,15 +201,18 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`, string(data))
 	b := BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}
 	require.NoError(t, json.Unmarshal([]byte(`{"minRetries": -1}`), &b))
-	assert.Equal(t, BudgetConfig{Percent: 5, MinRetries: -1, Window: time.Second}, b)
+	want := DefaultPolicy().Budget
+	want.MinRetries = -1
+	assert.Equal(t, want, b, "a field left out is DefaultPolicy's, whatever b held")
 	assert.EqualError(t, json.Unmarshal([]byte(`{"min": 1}`), &b), "httpretry: budget: min: unknown field")
+	assert.Equal(t, want, b, "unchanged on error")
 
 	data, err = json.Marshal(Hedge{After: 30 * time.Millisecond, Max: 2})
 	require.NoError(t, err)
 	assert.Equal(t, `{"after":"30ms","max":2}`, string(data))
 	h := Hedge{Max: 2}
 	require.NoError(t, json.Unmarshal([]byte(`{"after": "1s"}`), &h))
-	assert.Equal(t, Hedge{After: time.Second, Max: 2}, h)
-	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "1s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
-	assert.Equal(t, Hedge{After: time.Second, Max: 2}, h)
+	assert.Equal(t, Hedge{After: time.Second}, h, "a field left out is DefaultPolicy's, whatever h held")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "2s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
+	assert.Equal(t, Hedge{After: time.Second}, h, "unchanged on error")
 }

@@ -48,8 +48,9 @@ func parseConfig(data []byte) (fileConfig, error) {
 		return fileConfig{}, fmt.Errorf("gateway: config: %w", err)
 	}
 	problems := routeProblems(raw.Routes)
-	// Seeded so that a file without "retry" means the default policy, not
-	// the zero Policy, which never retries.
+	// A file without "retry" leaves the zero Config, whose Options leave
+	// New's default policy in place; seeded with it all the same, so that
+	// cfg.Retry says what applies.
 	cfg := fileConfig{Routes: raw.Routes, Retry: httpretry.Config{Default: httpretry.DefaultPolicy()}}
 	var retryErr error
 	if raw.Retry != nil {

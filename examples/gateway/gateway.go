@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -164,13 +165,17 @@ func (t *routeTable) match(path string) *proxyRoute {
 }
 
 // retryMax reads X-Retry-Max: a whole number of resends, capped at
-// httpretry.MaxRetriesLimit; set is false when the header is absent.
+// httpretry.MaxRetriesLimit, however many digits it has; set is false when
+// the header is absent.
 func retryMax(h http.Header) (n int, set bool, err error) {
 	v := h.Get(headerRetryMax)
 	if v == "" {
 		return 0, false, nil
 	}
 	n, err = strconv.Atoi(strings.TrimSpace(v))
+	if errors.Is(err, strconv.ErrRange) && n > 0 {
+		err = nil // too large for an int, so above the cap: Atoi gave the largest int
+	}
 	if err != nil || n < 0 {
 		return 0, false, fmt.Errorf("gateway: %s: %q: want a whole number of resends, 0 or more", headerRetryMax, v)
 	}
