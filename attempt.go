@@ -2,7 +2,6 @@ package httpretry
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -151,9 +150,9 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 			resp = nil
 		}
 		if a.byDeadline {
-			err = fmt.Errorf("%w: %w", ErrDeadline, context.DeadlineExceeded)
+			err = &attemptTimeout{sentinel: ErrDeadline}
 		} else {
-			err = fmt.Errorf("%w (%v): %w", ErrAttemptTimeout, c.p.perTry, context.DeadlineExceeded)
+			err = &attemptTimeout{sentinel: ErrAttemptTimeout, after: c.p.perTry}
 		}
 	}
 	return checkOutcome(resp, err)

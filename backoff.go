@@ -217,8 +217,6 @@ func (b *Backoff) UnmarshalText(text []byte) error {
 	return nil
 }
 
-var errBackoffSyntax = errors.New("want none, fixed(d), exponential(initial, max) or exponentialJitter(initial, max), " +
-	"optionally followed by .WithWaitBudget(total) or .Unbudgeted()")
 
 // parseBackoff is the inverse of String.
 func parseBackoff(s string) (Backoff, error) {

@@ -1,22 +1,10 @@
 package httpretry
 
 import (
-	"errors"
 	"io"
 	"sync"
 )
 
-// errBodyGone is returned to an attempt whose next body bytes were read by
-// another attempt and could not be kept, because the body outgrew
-// MaxReplayBytes.
-var errBodyGone = errors.New("httpretry: request body is no longer replayable")
-
-// errBodyClosed is returned by a Read after Close.
-var errBodyClosed = errors.New("httpretry: read on closed request body")
-
-// errBodyRevoked is returned to an attempt that was discarded while its
-// transport was still sending the body, once a resend has taken it over.
-var errBodyRevoked = errors.New("httpretry: request body taken over by a resend")
 
 // replayBody shares one request body without GetBody among the attempts of
 // a request. It does not read ahead: the bytes are recorded as the base

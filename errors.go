@@ -1,61 +1,64 @@
 package httpretry
 
 import (
-	"crypto/tls"
-	"crypto/x509"
+	"context"
 	"errors"
-	"net"
 	"strings"
+	"time"
 )
 
-// permanentMessages are errors net/http returns for requests that no resend
-// can fix; it exports no types for them.
-var permanentMessages = []string{
-	"unsupported protocol scheme",
-	"no Host in request URL",
-	"invalid header field",
-	"invalid method",
-	"nil Request.URL",
-	"nil Request.Header",
-	"server gave HTTP response to HTTPS client",
-	// The request's ContentLength disagrees with its body: every attempt
-	// would put the same truncated or overlong request on the wire.
-	"with Body length",
+// Errors of RetryTransport's own making. Errors returned by RoundTrip wrap
+// their cause, so errors.Is finds it (for example context.Canceled).
+var (
+	// ErrAttemptTimeout ends an attempt that got no response headers within
+	// PerTryTimeout; it is retried like a network failure. The error also
+	// wraps context.DeadlineExceeded.
+	ErrAttemptTimeout = errors.New("httpretry: attempt timed out waiting for response headers")
+	// ErrDeadline ends an attempt still waiting for headers at the policy's
+	// Deadline. The error also wraps context.DeadlineExceeded.
+	ErrDeadline = errors.New("httpretry: request deadline exceeded")
+
+	errNilRequest  = errors.New("httpretry: nil request")
+	errNilURL      = errors.New("httpretry: nil request URL")
+	errNilResponse = errors.New("httpretry: base RoundTripper returned neither a response nor an error")
+)
+
+// ErrInvalidPolicy is wrapped by the error Policy.Validate returns.
+var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
+
+// errBodyGone is returned to an attempt whose next body bytes were read by
+// another attempt and could not be kept, because the body outgrew
+// MaxReplayBytes.
+var errBodyGone = errors.New("httpretry: request body is no longer replayable")
+
+// errBodyClosed is returned by a Read after Close.
+var errBodyClosed = errors.New("httpretry: read on closed request body")
+
+// errBodyRevoked is returned to an attempt that was discarded while its
+// transport was still sending the body, once a resend has taken it over.
+var errBodyRevoked = errors.New("httpretry: request body taken over by a resend")
+
+// errBackoffSyntax says what a Backoff's text may be.
+var errBackoffSyntax = errors.New("want none, fixed(d), exponential(initial, max) or exponentialJitter(initial, max), " +
+	"optionally followed by .WithWaitBudget(total) or .Unbudgeted()")
+
+// attemptTimeout ends an attempt that its timer cut before response
+// headers: its text is the sentinel's (ErrAttemptTimeout or ErrDeadline)
+// without the package prefix, which the error that wraps it already has,
+// and it matches both the sentinel and context.DeadlineExceeded.
+type attemptTimeout struct {
+	sentinel error
+	after    time.Duration // 0: not said
 }
 
-// permanent reports whether err is a transport error that a resend would
-// only repeat: a certificate the client rejects, a malformed request or URL,
-// an unsupported scheme.
-func permanent(err error) bool {
-	var (
-		unknownAuthority x509.UnknownAuthorityError
-		hostname         x509.HostnameError
-		invalid          x509.CertificateInvalidError
-		verification     *tls.CertificateVerificationError
-		recordHeader     tls.RecordHeaderError
-	)
-	if errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
-		errors.As(err, &verification) || errors.As(err, &recordHeader) ||
-		errors.Is(err, errNilResponse) || errors.Is(err, errBodyGone) || errors.Is(err, errBodyClosed) ||
-		errors.Is(err, errBodyRevoked) {
-		return true
+func (e *attemptTimeout) Error() string {
+	var b strings.Builder
+	b.WriteString(strings.TrimPrefix(e.sentinel.Error(), "httpretry: "))
+	if e.after > 0 {
+		b.WriteString(" (" + e.after.String() + ")")
 	}
-	msg := err.Error()
-	for _, m := range permanentMessages {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
+	b.WriteString(": " + context.DeadlineExceeded.Error())
+	return b.String()
 }
 
-// dialFailure reports whether err says no connection could be made: a
-// refused or unreachable dial, or a failed name lookup.
-func dialFailure(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
-}
+func (e *attemptTimeout) Unwrap() []error { return []error{e.sentinel, context.DeadlineExceeded} }

@@ -13,8 +13,6 @@ import (
 // MaxRetriesLimit is the most resends a Policy or WithMaxRetries may ask for.
 const MaxRetriesLimit = 16
 
-// ErrInvalidPolicy is wrapped by the error Policy.Validate returns.
-var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
 
 // Policy says when and how a request is resent. A Policy is a plain value:
 // New resolves it once, so changing it afterwards has no effect on a

@@ -1,7 +1,6 @@
 package httpretry
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,21 +9,6 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 )
 
-// Errors of RetryTransport's own making. Errors returned by RoundTrip wrap
-// their cause, so errors.Is finds it (for example context.Canceled).
-var (
-	// ErrAttemptTimeout ends an attempt that got no response headers within
-	// PerTryTimeout; it is retried like a network failure. The error also
-	// wraps context.DeadlineExceeded.
-	ErrAttemptTimeout = errors.New("httpretry: attempt timed out waiting for response headers")
-	// ErrDeadline ends an attempt still waiting for headers at the policy's
-	// Deadline. The error also wraps context.DeadlineExceeded.
-	ErrDeadline = errors.New("httpretry: request deadline exceeded")
-
-	errNilRequest  = errors.New("httpretry: nil request")
-	errNilURL      = errors.New("httpretry: nil request URL")
-	errNilResponse = errors.New("httpretry: base RoundTripper returned neither a response nor an error")
-)
 
 // RetryTransport is an http.RoundTripper that resends failed requests when
 // it is safe and the host's retry budget allows. Build it with New; it is
