@@ -104,12 +104,10 @@ func install(dir, modcache string, proxies []string, version string) (string, er
 		{[]string{"get", otel}, "go get " + otel + " with no replace, as a user would (is each module's zip complete, and does otelretry/go.mod require a version the proxy has?)"},
 		{[]string{"build", "-trimpath", "-o", "installcheck-program", "."}, "building a program that imports httpretry and otelretry as installed"},
 	}
-	for i, s := range steps {
-		if i == 1 {
-			if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
-				return "", err
-			}
-		}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
+		return "", err
+	}
+	for _, s := range steps {
 		if _, err := goCmd(dir, env, s.args...); err != nil {
 			return "", fmt.Errorf("%s: %w", s.what, err)
 		}
