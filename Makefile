@@ -1,20 +1,30 @@
 # Every target runs in every module of the repository: the package at the
-# root and the nested bench/, chaos/ and otelretry/ modules, which keep their
-# heavy dependencies away from users.
+# root and the nested bench/, chaos/, otelretry/ and tools/installcheck/
+# modules, which keep their heavy dependencies away from users. test, lint
+# and fuzz go on past a failing module, so that every module's result is
+# seen, then fail naming every module that failed.
 MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 FUZZTIME    ?= 30s
 TESTFLAGS   ?= -short
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test race soak bench fuzz lint demo cover examples
+.PHONY: test race soak bench fuzz lint demo cover examples installcheck release-check
 
-## test: go vet and every test with the race detector, in every module;
-## short forms of the long tests (TESTFLAGS= runs them in full)
-test: examples
-	@set -e; for m in $(MODULES); do \
+## test: the examples' build; go vet and every test with the race detector,
+## in every module, short forms of the long tests (TESTFLAGS= runs them in
+## full); then installcheck
+test:
+	@failed=; \
+	echo "== examples"; \
+	$(MAKE) --no-print-directory examples || failed="$$failed examples"; \
+	for m in $(MODULES); do \
 		echo "== $$m"; \
-		(cd $$m && go vet ./... && go test -race -count=1 $(TESTFLAGS) ./...); \
-	done
+		(cd $$m && go vet ./...) || failed="$$failed $$m(vet)"; \
+		(cd $$m && go test -race -count=1 $(TESTFLAGS) ./...) || failed="$$failed $$m"; \
+	done; \
+	echo "== installcheck"; \
+	$(MAKE) --no-print-directory installcheck || failed="$$failed installcheck"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi
 
 ## race: the same as test
 race: test
@@ -28,6 +38,34 @@ soak:
 examples:
 	go build -o /dev/null ./examples/...
 
+## installcheck: prove offline that a user can go get otelretry: both
+## published modules zipped from the working tree as the go command zips a
+## tagged commit, at the httpretry version otelretry requires, served from a
+## file proxy, installed with no replace into a fresh module cache, and a
+## program using them built and run (tools/installcheck)
+installcheck:
+	cd tools/installcheck && go run . -repo ../..
+
+## release-check VERSION=vX.Y.Z: what must hold before the release commit
+## is tagged (CONTRIBUTING.md): a clean tree, a CHANGELOG section, otelretry
+## requiring VERSION, no such tags yet, and installcheck
+release-check:
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; \
+		*) echo "release-check: give the version to release, as in make release-check VERSION=v0.2.0" >&2; exit 1;; esac
+	@test -z "$$(git status --porcelain)" || { echo "release-check: the working tree has changes; tag a commit, not a tree" >&2; git status --short >&2; exit 1; }
+	@grep -Eq '^## \[$(patsubst v%,%,$(VERSION))\] - [0-9]{4}-[0-9]{2}-[0-9]{2}$$' CHANGELOG.md || \
+		{ echo "release-check: CHANGELOG.md has no section '## [$(patsubst v%,%,$(VERSION))] - YYYY-MM-DD'" >&2; exit 1; }
+	@req=$$(cd otelretry && go list -m -f '{{.Version}}' github.com/httpretry/httpretry) && test "$$req" = "$(VERSION)" || \
+		{ echo "release-check: otelretry/go.mod requires github.com/httpretry/httpretry $$req, not $(VERSION)" >&2; exit 1; }
+	@for t in $(VERSION) otelretry/$(VERSION); do \
+		if git rev-parse -q --verify "refs/tags/$$t" >/dev/null; then echo "release-check: tag $$t exists already" >&2; exit 1; fi; \
+	done
+	@$(MAKE) --no-print-directory installcheck
+	@echo "release-check: $(VERSION) can be cut from $$(git rev-parse --short HEAD); tag it and push, in this order:"
+	@echo "  git tag -a $(VERSION) -m 'httpretry $(VERSION)'"
+	@echo "  git tag -a otelretry/$(VERSION) -m 'otelretry $(VERSION)'"
+	@echo "  git push origin $(VERSION) otelretry/$(VERSION)"
+
 ## bench: the package's benchmarks, then the peer comparison in bench/
 ## (about 5 minutes; the fleet as real processes is apart: cd bench && go run ./cmd/fleetprocs)
 bench:
@@ -37,21 +75,23 @@ bench:
 
 ## fuzz: every Fuzz target of every module for FUZZTIME (30s) each
 fuzz:
-	@set -e; for m in $(MODULES); do \
-		(cd $$m && for p in $$(go list ./...); do \
-			for f in $$(go test -list '^Fuzz' $$p | grep '^Fuzz' || true); do \
+	@failed=; for m in $(MODULES); do \
+		for p in $$(cd $$m && go list ./...); do \
+			for f in $$(cd $$m && go test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 				echo "== $$p $$f"; \
-				go test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p; \
+				(cd $$m && go test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$p) || failed="$$failed $$p.$$f"; \
 			done; \
-		done); \
-	done
+		done; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make fuzz: failed:$$failed" >&2; exit 1; fi
 
 ## lint: staticcheck in every module, fetched through the Go module proxy
 lint:
-	@set -e; for m in $(MODULES); do \
+	@failed=; for m in $(MODULES); do \
 		echo "== $$m"; \
-		(cd $$m && go run $(STATICCHECK) ./...); \
-	done
+		(cd $$m && go run $(STATICCHECK) ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make lint: failed:$$failed" >&2; exit 1; fi
 
 ## demo: the main job, a flaky server and a client through httpretry
 demo:

@@ -2,13 +2,15 @@ module github.com/httpretry/httpretry/bench
 
 go 1.25
 
+// This module is never published: it always builds against the working
+// tree, whatever release the require below names.
 replace github.com/httpretry/httpretry => ../
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-cleanhttp v0.5.2
 	github.com/hashicorp/go-retryablehttp v0.7.8
-	github.com/httpretry/httpretry v0.0.0-00010101000000-000000000000
+	github.com/httpretry/httpretry v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )

@@ -2,11 +2,13 @@ module github.com/httpretry/httpretry/chaos
 
 go 1.25
 
+// This module is never published: it always builds against the working
+// tree, whatever release the require below names.
 replace github.com/httpretry/httpretry => ../
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
-	github.com/httpretry/httpretry v0.0.0-00010101000000-000000000000
+	github.com/httpretry/httpretry v0.2.0
 	github.com/rs/zerolog v1.28.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

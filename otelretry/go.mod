@@ -2,10 +2,14 @@ module github.com/httpretry/httpretry/otelretry
 
 go 1.25.0
 
+// Here otelretry builds against the working tree. A replace applies only
+// in the main module, so a user who runs go get gets the httpretry version
+// required below from the module proxy: it names the release that goes out
+// with otelretry's own (CONTRIBUTING.md, "Cutting a release").
 replace github.com/httpretry/httpretry => ../
 
 require (
-	github.com/httpretry/httpretry v0.0.0-00010101000000-000000000000
+	github.com/httpretry/httpretry v0.2.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
