@@ -270,3 +270,24 @@ func addNanos(t int64, d time.Duration) int64 {
 	}
 	return t + int64(d)
 }
+
+// demoteLast moves the elements of s for which last reports true to the
+// back of s, in place and stably: each group keeps its configured order,
+// so with none or every one of them last, s is unchanged. Nothing is
+// removed. last is called once per element, front to back, so that a probe
+// it claims goes to the first origin in configured order. A request has a
+// handful of candidates: shifting them costs less than any scratch space.
+func demoteLast[T any](s []T, last func(*T) bool) {
+	front := 0 // where the next element that stays in front goes
+	for i := range s {
+		if last(&s[i]) {
+			continue
+		}
+		if i > front {
+			x := s[i]
+			copy(s[front+1:i+1], s[front:i])
+			s[front] = x
+		}
+		front++
+	}
+}

@@ -535,6 +535,115 @@ func TestDemotionAllocs(t *testing.T) {
 	}))
 }
 
+func TestDemoteLast(t *testing.T) {
+	// Upper-case candidates go last.
+	for _, tc := range []struct {
+		name     string
+		in, want string
+	}{
+		{"none", "", ""},
+		{"one candidate", "a", "a"},
+		{"one candidate last", "A", "A"},
+		{"none last", "abcd", "abcd"},
+		{"all last: the configured order", "ABCD", "ABCD"},
+		{"the primary", "Abc", "bcA"},
+		{"a middle one", "aBc", "acB"},
+		{"the last one", "abC", "abC"},
+		{"all but one", "ABcD", "cABD"},
+		{"stable both ways", "AbCdEf", "bdfACE"},
+		{"eight", "hGfEdCbA", "hfdbGECA"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := []byte(tc.in)
+			var seen []byte
+			demoteLast(s, func(c *byte) bool {
+				seen = append(seen, *c)
+				return 'A' <= *c && *c <= 'Z'
+			})
+			assert.Equal(t, tc.want, string(s))
+			assert.Equal(t, tc.in, string(seen), "once each, in configured order")
+		})
+	}
+}
+
+// candidate stands for the attempt loop's target: a struct holding the
+// origin's shared standing and what the request keeps of it.
+type candidate struct {
+	name  string
+	s     *demotion
+	probe probe
+	_     [4]int64 // the rest of a target's size
+}
+
+func TestDemoteLastCandidates(t *testing.T) {
+	rule := Demote{After: 1}.resolve()
+	r := demoteRand()
+	primary, end := demoted(t, rule, r)
+	backup, _ := demoted(t, rule, r)
+	var healthy demotion
+	order := func(now time.Time, mayProbe bool) (names []string, probing []string) {
+		c := []candidate{{name: "primary", s: primary}, {name: "backup", s: backup}, {name: "other", s: &healthy}}
+		demoteLast(c, func(c *candidate) bool {
+			last, p := c.s.place(now, mayProbe)
+			c.probe = p
+			return last
+		})
+		for _, c := range c {
+			names = append(names, c.name)
+			if c.probe != (probe{}) {
+				probing = append(probing, c.name)
+			}
+		}
+		return names, probing
+	}
+	names, probing := order(dt0, true)
+	assert.Equal(t, []string{"other", "primary", "backup"}, names)
+	assert.Empty(t, probing)
+
+	later := end.Add(time.Hour) // both demotions over
+	names, probing = order(later, false)
+	assert.Equal(t, []string{"other", "primary", "backup"}, names, "no probe without moving on")
+	assert.Empty(t, probing)
+	names, probing = order(later, true)
+	assert.Equal(t, []string{"primary", "backup", "other"}, names, "probes keep their places")
+	assert.Equal(t, []string{"primary", "backup"}, probing)
+	names, probing = order(later, true)
+	assert.Equal(t, []string{"other", "primary", "backup"}, names, "last while probed")
+	assert.Empty(t, probing)
+
+	ok, _ := healthy.failed(later, probe{}, rule, r)
+	require.True(t, ok)
+	names, _ = order(later, true)
+	assert.Equal(t, []string{"primary", "backup", "other"}, names, "all last: the configured order")
+}
+
+func TestDemoteLastAllocs(t *testing.T) {
+	rule := Demote{After: 1}.resolve()
+	down, _ := demoted(t, rule, demoteRand())
+	var up demotion
+	orig := []candidate{{s: down}, {s: &up}, {s: down}, {s: &up}}
+	c := make([]candidate, len(orig))
+	now := dt0
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		copy(c, orig)
+		demoteLast(c, func(c *candidate) bool {
+			last, p := c.s.place(now, true)
+			c.probe = p
+			return last
+		})
+	}))
+	assert.Same(t, &up, c[0].s)
+	assert.Same(t, down, c[3].s)
+}
+
+func BenchmarkDemotionPlace(b *testing.B) {
+	b.ReportAllocs()
+	var s demotion
+	for b.Loop() {
+		s.place(dt0, true)
+	}
+}
+
 func BenchmarkDemotionAnswered(b *testing.B) {
 	b.ReportAllocs()
 	var s demotion
@@ -543,4 +652,23 @@ func BenchmarkDemotionAnswered(b *testing.B) {
 			s.answered(dt0, probe{}, false)
 		}
 	})
+}
+
+// BenchmarkDemoteLast orders a primary and three fallbacks, the primary
+// demoted, as a request with fallbacks would.
+func BenchmarkDemoteLast(b *testing.B) {
+	b.ReportAllocs()
+	rule := Demote{After: 1}.resolve()
+	var down, up demotion
+	down.failed(dt0, probe{}, rule, demoteRand())
+	orig := []candidate{{s: &down}, {s: &up}, {s: &up}, {s: &up}}
+	c := make([]candidate, len(orig))
+	for b.Loop() {
+		copy(c, orig)
+		demoteLast(c, func(c *candidate) bool {
+			last, p := c.s.place(dt0, true)
+			c.probe = p
+			return last
+		})
+	}
 }
