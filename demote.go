@@ -85,7 +85,8 @@ func (r demoteRule) ceiling(n int64) time.Duration {
 
 // length draws the nth demotion in a row uniformly from [D/2, D], so that
 // the clients that saw an origin fail together do not all probe it in the
-// same instant. r is as for Backoff.Delay.
+// same instant. A nil rng uses math/rand/v2's shared source, as
+// Backoff.Delay does.
 func (r demoteRule) length(n int64, rng *rand.Rand) time.Duration {
 	d := r.ceiling(n)
 	lo := d / 2
