@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The histogram of latencies is log-linear: one bucket below latencyFloor,
+// The histogram of latencies is log-linear: one bucket below 1.024 µs,
 // then latencySub buckets per power of two up to latencyTop, then one
 // bucket for everything beyond. A bucket in the log-linear part spans
 // [(8+s)·2^(e-3), (8+s+1)·2^(e-3)) for a duration in [2^e, 2^(e+1)), so it
@@ -49,9 +49,10 @@ const (
 // pays one atomic load.
 //
 // The two halves share one array of counters, a half in each 16 bits of a
-// bucket's word (a half never holds more than 256 samples and a few
-// stragglers): a sample costs two atomic adds, and the quantile reads one
-// word per bucket. Recomputing would otherwise cost more than the sample
+// bucket's word: a sample costs two atomic adds, and the quantile reads
+// one word per bucket. A half holds 256 samples and a few stragglers; to
+// overflow its 16 bits, 65,000 attempts to one origin would have to settle
+// while the goroutine switching halves is preempted. Recomputing would otherwise cost more than the sample
 // itself (1.2 µs over two arrays, 37 ns per sample when amortized).
 //
 // Concurrent recorders race with a half switch, and the race is left

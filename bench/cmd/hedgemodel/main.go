@@ -8,7 +8,7 @@
 // measures the hedging and not a network. Every scenario of every row
 // gets a fresh base and a fresh transport.
 //
-//	go run ./cmd/hedgemodel                      # 20,000 requests per phase, 200 clients: about 4 minutes
+//	go run ./cmd/hedgemodel                      # 20,000 requests per phase, 200 clients: about 3 minutes
 //	go run ./cmd/hedgemodel -scale 0.1           # every latency and delay ÷10, figures scaled back
 package main
 
