@@ -16,14 +16,14 @@ import (
 // when full, it forgets the least recently active tenth. The zero value is ready to use, and a Budgets is
 // safe for concurrent use.
 type Budgets struct {
-	// hosts maps a canonical host (see canonicalHost) to its *Budget, and
-	// nothing else: whoever writes the URLs chooses the spellings, so a
-	// spelling must never cost an entry. Reads take no lock: For runs on
-	// every request.
+	// hosts maps a host in canonical form (see canonicalHost) to its
+	// *Budget, and nothing else: whoever writes the URLs chooses the
+	// spellings, so a spelling must never cost an entry. Reads take no
+	// lock: For runs on every request.
 	hosts sync.Map
 	// last is the budget For returned last: most clients talk to one host
-	// most of the time, and a hit here skips canonicalising the name and
-	// the map, so that the common call costs no allocation and no lock.
+	// most of the time, and a hit here skips the map, so that the common
+	// call costs no lock.
 	last atomic.Pointer[Budget]
 	// mu serialises insertions and sweeps.
 	mu        sync.Mutex
@@ -36,25 +36,40 @@ func NewBudgets() *Budgets { return &Budgets{} }
 
 // For returns host's budget, creating it on first use. A cfg that differs
 // from the one the budget has (a reload) is applied, and the counts are
-// kept. host is URL.Host: it is compared without regard to case, and a
-// port of 80 or 443 is taken as the default one, so that For("h:443") is
-// the budget RetryTransport charges for https://h/.
+// kept. host is URL.Host, with no scheme to say which port is the default:
+// it is compared without regard to case, a port in plain decimal, and a
+// port of 443 is taken as https's default, 80 as http's, so that
+// For("h:443") is the budget RetryTransport charges for https://h/ and
+// For("h:80") the one for http://h/. The budget of an origin on the other
+// scheme's default port, such as https://h:80, which Range shows as
+// "h:80", is not For's to find.
 func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
+	return bs.forKey(hostKey(host), cfg)
+}
+
+// hostKey is host, a URL.Host with no scheme, as For keys it.
+func hostKey(host string) string {
+	scheme := "http"
+	if _, port, _ := splitHost(host); decimalPort(port) == "443" {
+		scheme = "https"
+	}
+	return canonicalHost(scheme, host)
+}
+
+// forKey is For for a host already in canonical form, an origin's host, as
+// RetryTransport charges it.
+func (bs *Budgets) forKey(key string, cfg BudgetConfig) *Budget {
 	b := bs.last.Load()
-	if b == nil || b.key != host || b.evicted.Load() {
-		b = bs.lookup(canonicalHost(host), b)
+	if b == nil || b.key != key || b.evicted.Load() {
+		b = bs.lookup(key)
 	}
 	b.configure(cfg)
 	return b
 }
 
 // lookup returns the budget of key, a canonical host, creating it if need
-// be; last is the budget For returned last, which another spelling of the
-// same host still finds without the map.
-func (bs *Budgets) lookup(key string, last *Budget) *Budget {
-	if last != nil && last.key == key && !last.evicted.Load() {
-		return last
-	}
+// be.
+func (bs *Budgets) lookup(key string) *Budget {
 	var b *Budget
 	if v, ok := bs.hosts.Load(key); ok {
 		b = v.(*Budget)

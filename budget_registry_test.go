@@ -37,7 +37,7 @@ func checkOneKeyPerHost(t *testing.T, bs *Budgets) map[string]*Budget {
 	reg := budgetRegistry(t, bs)
 	seen := make(map[*Budget]string, len(reg))
 	for k, b := range reg {
-		require.Equal(t, canonicalHost(k), k, "keys are canonical hosts")
+		require.Equal(t, hostKey(k), k, "keys are canonical hosts")
 		require.Equal(t, k, b.key)
 		if other, dup := seen[b]; dup {
 			t.Fatalf("%q and %q share a budget", k, other)
@@ -122,7 +122,7 @@ func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
 	// new hosts make the registry cut a tenth again and again.
 	for round := range 3 {
 		for i, h := range hosts {
-			bs.insert(canonicalHost(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
+			bs.insert(hostKey(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
 			if i%997 == 0 {
 				bs.insert(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).recordAt(bt0)
 			}

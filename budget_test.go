@@ -477,8 +477,8 @@ func TestBudgetsForTakesDefaultPortsAsTheDefault(t *testing.T) {
 	assert.NotSame(t, b, bs.For("api.example.com:8443", BudgetConfig{}))
 	v6 := bs.For("[::1]", BudgetConfig{})
 	assert.Same(t, v6, bs.For("[::1]:443", BudgetConfig{}))
-	assert.Equal(t, "[::1]", canonicalHost("[::1]:443"))
-	assert.Equal(t, "::443", canonicalHost("::443"), "not a port: a bare IPv6 address")
+	assert.Equal(t, "[::1]", hostKey("[::1]:443"))
+	assert.Equal(t, "[::443]", hostKey("::443"), "not a port: a bare IPv6 address, in brackets")
 }
 
 func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {

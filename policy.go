@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -321,15 +320,22 @@ func (c *config) buildPolicies() policyTable {
 	return t
 }
 
-func (t *policyTable) lookup(u *url.URL) *hostPolicy {
+// lookup returns the policy of a request to o, a canonical origin: a rule
+// for its host and port (the scheme's default when o names none), else
+// one for its host, else the policy for every host.
+func (t *policyTable) lookup(o origin) *hostPolicy {
 	if len(t.hosts) == 0 {
 		return t.all
 	}
-	r := t.hosts[strings.ToLower(u.Hostname())]
+	name, port, _ := splitHost(o.host)
+	r := t.hosts[name]
 	if r == nil {
 		return t.all
 	}
-	if p := r.ports[portOf(u)]; p != nil {
+	if port == "" {
+		port = defaultPort(o.scheme)
+	}
+	if p := r.ports[port]; p != nil {
 		return p
 	}
 	if r.any != nil {
