@@ -491,7 +491,9 @@ func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
 }
 
 // recordAt is Record at a fixed instant, so that tests can walk the window
-// without sleeping; it leaves the ticker that Record keeps alone.
+// without sleeping; it leaves the ticker that Record keeps alone, and
+// stamps the registry's clock as Record does.
 func (b *Budget) recordAt(now time.Time) {
+	b.stamp()
 	b.current(now.UnixNano(), false).requests.Add(1)
 }
