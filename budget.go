@@ -102,7 +102,9 @@ type Budget struct {
 	params atomic.Pointer[budgetParams]
 	// cur is the bucket Record adds to while the host is busy, advanced
 	// at each slot boundary by ticker, so that Record need not read the
-	// clock (which costs more than the rest of a request's bookkeeping);
+	// clock: measured with BenchmarkBudgetsHotPath/Record, 6 ns a Record
+	// against 115 to 155 ns for one that reads it (a busy 2-core VM; 45 ns
+	// elsewhere), where BenchmarkGET's whole request costs about 450 ns.
 	// nil while the host is idle.
 	cur atomic.Pointer[bucket]
 	// key is the host as Budgets holds it; evicted is set when Budgets

@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"fmt"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
@@ -238,4 +239,47 @@ func TestBudgetsClockMovesWithSlots(t *testing.T) {
 	bs.sweep(inserted)
 	assert.True(t, before.evicted.Load())
 	assert.False(t, busy.evicted.Load())
+}
+
+// BenchmarkBudgetsHotPath measures the two tricks of a request's budget
+// bookkeeping against what they save (Budgets.last against the map, and
+// Record on the ticker's bucket against one that reads the clock), and
+// the origin every request's key is taken from.
+func BenchmarkBudgetsHotPath(b *testing.B) {
+	const host = "api.example.com"
+	cfg := BudgetConfig{}.withDefaults() // as RetryTransport passes it
+	bs := NewBudgets()
+	bud := bs.forKey(host, cfg)
+	bud.Record() // starts the ticker
+	b.Run("For/last", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bs.forKey(host, cfg)
+		}
+	})
+	b.Run("For/map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bs.lookup(host).configure(cfg)
+		}
+	})
+	b.Run("Record/ticker", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bud.Record()
+		}
+	})
+	b.Run("Record/clock", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bud.recordAt(time.Now())
+		}
+	})
+	b.Run("originOf", func(b *testing.B) {
+		u := &url.URL{Scheme: "https", Host: host}
+		b.ReportAllocs()
+		for b.Loop() {
+			originOf(u)
+		}
+	})
 }
