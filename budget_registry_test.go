@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"fmt"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func checkOneKeyPerHost(t *testing.T, bs *Budgets) map[string]*Budget {
 	reg := budgetRegistry(t, bs)
 	seen := make(map[*Budget]string, len(reg))
 	for k, b := range reg {
-		require.Equal(t, canonicalHost(k), k, "keys are canonical hosts")
+		require.Equal(t, hostKey(k), k, "keys are canonical hosts")
 		require.Equal(t, k, b.key)
 		if other, dup := seen[b]; dup {
 			t.Fatalf("%q and %q share a budget", k, other)
@@ -122,7 +123,7 @@ func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
 	// new hosts make the registry cut a tenth again and again.
 	for round := range 3 {
 		for i, h := range hosts {
-			bs.insert(canonicalHost(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
+			bs.insert(hostKey(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
 			if i%997 == 0 {
 				bs.insert(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).recordAt(bt0)
 			}
@@ -156,4 +157,129 @@ func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
 	assert.True(t, b.evicted.Load())
 	assert.Nil(t, b.cur.Load(), "no current bucket: the ticker is stopped")
 	assert.False(t, b.ticker.Stop(), "the ticker was already stopped")
+}
+
+// TestBudgetsFullKeepsItsBusyHosts is the attack on a full registry: 20
+// hosts used at every step and 25 000 used once each, 50 a step, all
+// within one budget slot, where every host last seen in the slot looked
+// equally recent. The cut must take hosts used once, never a busy one: a
+// busy host forgotten came back with an empty window and a full floor
+// credit, and was granted more than max(share, MinRetries) in one window.
+func TestBudgetsFullKeepsItsBusyHosts(t *testing.T) {
+	const (
+		busy, churn, perStep = 20, 25_000, 50
+		steps                = churn / perStep
+		step                 = 500 * time.Microsecond // 250 ms in all: one slot, one window
+	)
+	bs := &Budgets{}
+	cfg := BudgetConfig{Percent: 20, MinRetries: 10}
+	names := make([]string, busy)
+	for h := range names {
+		names[h] = fmt.Sprintf("busy-%d.example", h)
+	}
+	first := make([]*Budget, busy)
+	granted := make([]int, busy)
+	for i := range steps {
+		now := bt0.Add(time.Duration(i) * step)
+		ns := now.UnixNano()
+		for h := range busy {
+			// Every request to an upstream in an outage asks for a resend.
+			b := bs.insert(names[h], ns)
+			b.configure(cfg)
+			b.recordAt(now)
+			if b.tryReserveAt(now) {
+				granted[h]++
+			}
+			if first[h] == nil {
+				first[h] = b
+			}
+		}
+		for j := range perStep {
+			b := bs.insert(fmt.Sprintf("once-%d-%d.example", i, j), ns)
+			b.configure(cfg)
+			b.recordAt(now)
+		}
+	}
+	reg := budgetRegistry(t, bs)
+	forgotten := 0
+	for h := range busy {
+		if reg[names[h]] != first[h] {
+			forgotten++
+		}
+	}
+	assert.Zero(t, forgotten, "busy hosts forgotten")
+	// The run is one window: each busy host's grants are bounded by that
+	// window's share of its requests, or the floor.
+	share := cfg.Percent * steps / 100
+	for h, n := range granted {
+		assert.LessOrEqual(t, n, max(share, cfg.MinRetries), names[h])
+	}
+	assert.LessOrEqual(t, len(reg), maxBudgetHosts)
+}
+
+// TestBudgetsClockMovesWithSlots: with no insertion to move the registry's
+// clock, a busy budget's slot ticks do, so that a host recorded after a
+// tick is more recent than one recorded before it.
+func TestBudgetsClockMovesWithSlots(t *testing.T) {
+	bs := NewBudgets()
+	cfg := BudgetConfig{Window: 100 * time.Millisecond} // 10 ms slots
+	before, busy := bs.For("before.example", cfg), bs.For("busy.example", cfg)
+	inserted := bs.clock.Load()
+	before.Record()
+	busy.Record() // starts busy's ticker
+	assert.Equal(t, inserted, before.used.Load())
+	require.Eventually(t, func() bool { return bs.clock.Load() > inserted }, time.Minute, time.Millisecond,
+		"busy's next slot moves the clock")
+	busy.Record()
+	assert.Greater(t, busy.used.Load(), before.used.Load())
+
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	bs.size = maxBudgetHosts // as if full: the cut takes the least recent tenth, at least one
+	bs.sweep(inserted)
+	assert.True(t, before.evicted.Load())
+	assert.False(t, busy.evicted.Load())
+}
+
+// BenchmarkBudgetsHotPath measures the two tricks of a request's budget
+// bookkeeping against what they save (Budgets.last against the map, and
+// Record on the ticker's bucket against one that reads the clock), and
+// the origin every request's key is taken from.
+func BenchmarkBudgetsHotPath(b *testing.B) {
+	const host = "api.example.com"
+	cfg := BudgetConfig{}.withDefaults() // as RetryTransport passes it
+	bs := NewBudgets()
+	bud := bs.forKey(host, cfg)
+	bud.Record() // starts the ticker
+	b.Run("For/last", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bs.forKey(host, cfg)
+		}
+	})
+	b.Run("For/map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bs.lookup(host).configure(cfg)
+		}
+	})
+	b.Run("Record/ticker", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bud.Record()
+		}
+	})
+	b.Run("Record/clock", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bud.recordAt(time.Now())
+		}
+	})
+	b.Run("originOf", func(b *testing.B) {
+		u := &url.URL{Scheme: "https", Host: host}
+		b.ReportAllocs()
+		for b.Loop() {
+			originOf(u)
+		}
+	})
 }

@@ -477,8 +477,8 @@ func TestBudgetsForTakesDefaultPortsAsTheDefault(t *testing.T) {
 	assert.NotSame(t, b, bs.For("api.example.com:8443", BudgetConfig{}))
 	v6 := bs.For("[::1]", BudgetConfig{})
 	assert.Same(t, v6, bs.For("[::1]:443", BudgetConfig{}))
-	assert.Equal(t, "[::1]", canonicalHost("[::1]:443"))
-	assert.Equal(t, "::443", canonicalHost("::443"), "not a port: a bare IPv6 address")
+	assert.Equal(t, "[::1]", hostKey("[::1]:443"))
+	assert.Equal(t, "[::443]", hostKey("::443"), "not a port: a bare IPv6 address, in brackets")
 }
 
 func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
@@ -491,7 +491,9 @@ func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
 }
 
 // recordAt is Record at a fixed instant, so that tests can walk the window
-// without sleeping; it leaves the ticker that Record keeps alone.
+// without sleeping; it leaves the ticker that Record keeps alone, and
+// stamps the registry's clock as Record does.
 func (b *Budget) recordAt(now time.Time) {
+	b.stamp()
 	b.current(now.UnixNano(), false).requests.Add(1)
 }

@@ -83,9 +83,9 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 
 // newCall sets up what the attempts after the first need; start is when
 // the first attempt was sent.
-func newCall(t *RetryTransport, r *http.Request, p *hostPolicy, fallbacks []origin, budget *Budget, maxRetries int, start time.Time) *call {
+func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fallbacks []origin, budget *Budget, maxRetries int, start time.Time) *call {
 	c := &call{t: t, req: r, p: p, maxRetries: maxRetries, sent: 1}
-	c.setTargets(fallbacks, target{scheme: r.URL.Scheme, host: r.URL.Host, budget: budget, tried: true})
+	c.setTargets(fallbacks, target{scheme: own.scheme, host: own.host, budget: budget, tried: true})
 	c.first.n, c.first.tg = 1, &c.targets[0] // as sent by the fast path
 	c.resendable = resendable(r, p.idemHeaders)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {

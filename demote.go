@@ -31,9 +31,10 @@ type Demote struct {
 }
 
 const (
-	maxDemoteAfter   = 100
-	defaultDemoteFor = time.Second
-	defaultDemoteMax = 30 * time.Second
+	defaultDemoteAfter = 5
+	maxDemoteAfter     = 100
+	defaultDemoteFor   = time.Second
+	defaultDemoteMax   = 30 * time.Second
 )
 
 // problems words each invalid field of d as "Demote.Field text". Unlike

@@ -113,7 +113,8 @@ type Event struct {
 	// Reason is why no further attempt is made (EventGiveUp), or why a
 	// hedged copy was not sent (EventHedge).
 	Reason Reason
-	// Origin is "scheme://host[:port]" of the attempt the event announces
+	// Origin is "scheme://host[:port]", in lower case and without the
+	// scheme's default port, of the attempt the event announces
 	// (the next one for EventRetry, EventHedge and EventFallback, the last
 	// one for EventGiveUp). Without fallbacks it is the request's own.
 	Origin string

@@ -110,10 +110,17 @@ func ExamplePolicy_MarshalJSON() {
 	//   },
 	//   "hedge": {
 	//     "after": "0s",
-	//     "max": 0
+	//     "max": 0,
+	//     "quantile": 0,
+	//     "minAfter": "0s"
 	//   },
 	//   "fallbacks": [
 	//     "https://standby.example.com"
-	//   ]
+	//   ],
+	//   "demote": {
+	//     "after": 5,
+	//     "for": "0s",
+	//     "max": "0s"
+	//   }
 	// }
 }

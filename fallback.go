@@ -94,7 +94,7 @@ func (c *call) setTargets(fallbacks []origin, own target) {
 	if len(fallbacks) == 0 {
 		return
 	}
-	ownOrigin := originOf(c.req.URL)
+	ownOrigin := origin{own.scheme, own.host}
 	seen := make([]origin, 0, 1+len(fallbacks))
 	seen = append(seen, ownOrigin)
 	targets := []target{own}
@@ -110,8 +110,8 @@ next:
 		}
 		seen = append(seen, fb)
 		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
-		if p := c.t.policies.lookup(&url.URL{Scheme: fb.scheme, Host: fb.host}); !p.budget.Disabled {
-			tg.budget = c.t.budgets.For(fb.host, p.budget)
+		if p := c.t.policies.lookup(fb); !p.budget.Disabled {
+			tg.budget = c.t.budgets.forKey(fb.host, p.budget)
 		}
 		targets = append(targets, tg)
 	}

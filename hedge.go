@@ -14,14 +14,35 @@ import (
 // budget of the origin it goes to and counts against MaxRetries, so one
 // request never costs the upstream more than 1 + MaxRetries calls
 // (candidates + MaxRetries with fallbacks). The zero value sends no copies.
+//
+// With Quantile set, the delay is learned per origin: a copy goes when the
+// attempt has waited that quantile of the origin's recent times to
+// response headers (Dean and Barroso's "The Tail at Scale" hedges at the
+// 95th percentile), so that it follows the origin as it speeds up or slows
+// down. Learned copies are also capped per origin at 2·(1 − Quantile) of
+// its requests in the budget's window, at least 1.
 type Hedge struct {
 	// After is how long an attempt may go without response headers before
-	// another copy is sent; 0 turns hedging off.
+	// another copy is sent; 0 turns hedging off. With Quantile, it is the
+	// delay while the origin is cold (fewer than 32 times recorded), and 0
+	// sends no copy while cold.
 	After time.Duration
 	// Max is the number of copies sent at most beside the attempt they
-	// hedge, at most 16; 0 means 1 when After is set.
+	// hedge, at most 16; 0 means 1 when After or Quantile is set.
 	Max int
+	// Quantile, in [0.5, 0.999], learns the delay: a copy goes when the
+	// attempt has waited this quantile of its origin's recent times to
+	// response headers. 0 keeps the fixed After.
+	Quantile float64
+	// MinAfter is the least learned delay; 0 means 1 ms. Only with
+	// Quantile.
+	MinAfter time.Duration
 }
+
+const (
+	minHedgeQuantile = 0.5
+	maxHedgeQuantile = 0.999
+)
 
 func (h Hedge) problems() []string {
 	var bad []string
@@ -31,15 +52,25 @@ func (h Hedge) problems() []string {
 	if h.Max < 0 || h.Max > MaxRetriesLimit {
 		bad = append(bad, fmt.Sprintf("Hedge.Max %d is outside 0..%d", h.Max, MaxRetriesLimit))
 	}
-	if h.Max > 0 && h.After == 0 {
-		bad = append(bad, fmt.Sprintf("Hedge.Max %d needs Hedge.After", h.Max))
+	if h.Max > 0 && h.After == 0 && h.Quantile == 0 {
+		bad = append(bad, fmt.Sprintf("Hedge.Max %d needs Hedge.After or Hedge.Quantile", h.Max))
+	}
+	// NaN fails both comparisons, so it is caught by the negation.
+	if h.Quantile != 0 && !(h.Quantile >= minHedgeQuantile && h.Quantile <= maxHedgeQuantile) {
+		bad = append(bad, fmt.Sprintf("Hedge.Quantile %v is outside [%v, %v]", h.Quantile, minHedgeQuantile, maxHedgeQuantile))
+	}
+	if h.MinAfter < 0 {
+		bad = append(bad, fmt.Sprintf("Hedge.MinAfter %v is negative", h.MinAfter))
+	}
+	if h.MinAfter != 0 && h.Quantile == 0 {
+		bad = append(bad, fmt.Sprintf("Hedge.MinAfter %v needs Hedge.Quantile", h.MinAfter))
 	}
 	return bad
 }
 
 // copies is the number of hedged copies allowed beside one attempt.
 func (h Hedge) copies() int {
-	if h.After <= 0 {
+	if h.After <= 0 && h.Quantile == 0 {
 		return 0
 	}
 	return max(h.Max, 1)

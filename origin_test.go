@@ -49,6 +49,10 @@ func TestParseOrigin(t *testing.T) {
 		{in: "https://x:65536", why: `bad port "65536"`},
 		{in: "https://x:", why: `bad port ""`},
 		{in: "https://x:abc", why: `invalid port ":abc" after host`},
+		{in: "https://x:0443", why: `bad port "0443"`},
+		{in: "http://x:08080", why: `bad port "08080"`},
+		{in: "http://x:00", why: `bad port "00"`},
+		{in: "http://x:+80", why: `invalid port ":+80" after host`},
 		{in: "https://x y", why: `invalid character " " in host name`},
 	}
 	for _, tt := range tests {
@@ -111,6 +115,9 @@ func TestOriginOf(t *testing.T) {
 		{"http://user:pw@10.0.0.7:8080/", "http://10.0.0.7:8080"},
 		{"https://[::1]:443/", "https://[::1]"},
 		{"http://[FE80::1]:8080", "http://[fe80::1]:8080"},
+		{"https://api.example.com:80", "https://api.example.com:80"},
+		{"http://api.example.com:08080", "http://api.example.com:8080"},
+		{"https://api.example.com:0443", "https://api.example.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -126,20 +133,58 @@ func TestOriginOf(t *testing.T) {
 	assert.Equal(t, origin{"https", "x"}, originOf(&url.URL{Scheme: "HTTPS", Host: "X:443"}))
 }
 
-func TestPortOf(t *testing.T) {
-	tests := []struct{ url, want string }{
-		{"https://h", "443"},
-		{"http://h", "80"},
-		{"wss://h", "443"},
-		{"ws://h", "80"},
-		{"HTTPS://h", "443"},
-		{"https://h:8443", "8443"},
-		{"ftp://h", ""},
+// TestCanonicalHost: one form for every spelling of a host, with only the
+// scheme's own default port dropped.
+func TestCanonicalHost(t *testing.T) {
+	tests := []struct{ scheme, host, want string }{
+		{"https", "h", "h"},
+		{"https", "h:443", "h"},
+		{"https", "h:0443", "h"},
+		{"https", "h:80", "h:80"},
+		{"http", "h:80", "h"},
+		{"http", "h:443", "h:443"},
+		{"http", "h:", "h"},
+		{"http", "h:08080", "h:8080"},
+		{"http", "h:0", "h:0"},
+		{"http", "h:000", "h:0"},
+		{"http", "H.Example.COM:8080", "h.example.com:8080"},
+		{"http", "BÜCHER.example", "bücher.example"},
+		{"https", "[::1]:443", "[::1]"},
+		{"https", "[FE80::1]", "[fe80::1]"},
+		{"http", "[::1]:08080", "[::1]:8080"},
+		{"http", "::1", "[::1]"}, // no brackets: all of it is the address
+		{"http", "2001:db8::80", "[2001:db8::80]"},
+		{"ftp", "h:21", "h:21"},
+		{"", "h:443", "h:443"},
 	}
 	for _, tt := range tests {
-		u, err := url.Parse(tt.url)
-		require.NoError(t, err)
-		assert.Equal(t, tt.want, portOf(u), tt.url)
+		t.Run(tt.scheme+"://"+tt.host, func(t *testing.T) {
+			got := canonicalHost(tt.scheme, tt.host)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, got, canonicalHost(tt.scheme, got), "the canonical form is its own")
+		})
+	}
+}
+
+func TestSplitHost(t *testing.T) {
+	tests := []struct {
+		host, name, port string
+		hasPort          bool
+	}{
+		{"h", "h", "", false},
+		{"h:80", "h", "80", true},
+		{"h:", "h", "", true},
+		{"[::1]", "::1", "", false},
+		{"[::1]:80", "::1", "80", true},
+		{"[::1]:", "::1", "", true},
+		{"::1", "::1", "", false},
+		{"[::1]x", "[::1]x", "", false},
+		{"[", "[", "", false},
+		{"", "", "", false},
+	}
+	for _, tt := range tests {
+		name, port, hasPort := splitHost(tt.host)
+		assert.Equal(t, []any{tt.name, tt.port, tt.hasPort}, []any{name, port, hasPort}, tt.host)
 	}
 }
 
@@ -169,6 +214,11 @@ func TestSplitHostRule(t *testing.T) {
 		{host: "x:abc", wantErr: true, errMatch: `bad port "abc"`},
 		{host: "x:", wantErr: true, errMatch: `bad port ""`},
 		{host: "x:-1", wantErr: true, errMatch: `bad port "-1"`},
+		{host: "x:+443", wantErr: true, errMatch: `bad port "+443"`},
+		{host: "127.0.0.1:08080", wantErr: true, errMatch: `bad port "08080"`},
+		{host: "h:0443", wantErr: true, errMatch: `bad port "0443"`},
+		{host: "[::1]:080", wantErr: true, errMatch: `bad port "080"`},
+		{host: "x]", wantErr: true, errMatch: `want a host or host:port`},
 		{host: "[::1]:", wantErr: true, errMatch: `bad port ""`},
 		{host: "a:b:c", wantErr: true, errMatch: `want a host or host:port`},
 		{host: "[a:b:c]", wantErr: true, errMatch: `want a host or host:port`},
@@ -193,7 +243,7 @@ func TestSplitHostRule(t *testing.T) {
 }
 
 func TestHostRulePortMustBeAPort(t *testing.T) {
-	for _, host := range []string{"x:99999", "x:0", "x:-1", "x:"} {
+	for _, host := range []string{"x:99999", "x:0", "x:-1", "x:", "x:00", "x:01", "x:+1"} {
 		_, _, err := splitHostRule(host)
 		assert.Error(t, err, host)
 	}

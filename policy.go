@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +63,10 @@ type Policy struct {
 	// One request costs at most 1 + len(Fallbacks) + MaxRetries upstream
 	// calls. An https request is never sent to an http origin.
 	Fallbacks []string
+	// Demote moves an origin that keeps failing behind the request's other
+	// candidates for a while; the zero value keeps their configured order.
+	// DefaultPolicy demotes after 5 consecutive failures.
+	Demote Demote
 	// RetryIf, when set, decides which outcomes are failures worth another
 	// attempt, in place of RetryOn and the transport-error rule; it must
 	// not read or close the response body. The caller's context ending is
@@ -106,6 +109,7 @@ func DefaultPolicy() Policy {
 			MinRetries: defaultBudgetMinRetries,
 			Window:     defaultBudgetWindow,
 		},
+		Demote: Demote{After: defaultDemoteAfter},
 	}
 }
 
@@ -161,8 +165,8 @@ func (p Policy) problems() []problem {
 	if p.Budget.Window < 0 {
 		add("Budget.Window", "%v is negative", p.Budget.Window)
 	}
-	// Hedge.problems words each one as "Hedge.Field text".
-	for _, s := range p.Hedge.problems() {
+	// Hedge.problems and Demote.problems word each one as "Type.Field text".
+	for _, s := range append(p.Hedge.problems(), p.Demote.problems()...) {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
 	}
@@ -319,15 +323,22 @@ func (c *config) buildPolicies() policyTable {
 	return t
 }
 
-func (t *policyTable) lookup(u *url.URL) *hostPolicy {
+// lookup returns the policy of a request to o, a canonical origin: a rule
+// for its host and port (the scheme's default when o names none), else
+// one for its host, else the policy for every host.
+func (t *policyTable) lookup(o origin) *hostPolicy {
 	if len(t.hosts) == 0 {
 		return t.all
 	}
-	r := t.hosts[strings.ToLower(u.Hostname())]
+	name, port, _ := splitHost(o.host)
+	r := t.hosts[name]
 	if r == nil {
 		return t.all
 	}
-	if p := r.ports[portOf(u)]; p != nil {
+	if port == "" {
+		port = defaultPort(o.scheme)
+	}
+	if p := r.ports[port]; p != nil {
 		return p
 	}
 	if r.any != nil {

@@ -16,8 +16,8 @@ import (
 // reports every problem it finds, each under its JSON path.
 
 // jsonField is one member of a JSON object and the Go field it stands for:
-// ptr is *int, *int64, *bool, *string, *time.Duration, *[]int, *[]string,
-// *Backoff, *BudgetConfig or *Hedge.
+// ptr is *int, *int64, *float64, *bool, *string, *time.Duration, *[]int,
+// *[]string, *Backoff, *BudgetConfig, *Hedge or *Demote.
 type jsonField struct {
 	name string
 	ptr  any
@@ -37,7 +37,12 @@ func (p *Policy) jsonFields() []jsonField {
 		{"budget", &p.Budget},
 		{"hedge", &p.Hedge},
 		{"fallbacks", &p.Fallbacks},
+		{"demote", &p.Demote},
 	}
+}
+
+func (d *Demote) jsonFields() []jsonField {
+	return []jsonField{{"after", &d.After}, {"for", &d.For}, {"max", &d.Max}}
 }
 
 func (c *BudgetConfig) jsonFields() []jsonField {
@@ -50,7 +55,7 @@ func (c *BudgetConfig) jsonFields() []jsonField {
 }
 
 func (h *Hedge) jsonFields() []jsonField {
-	return []jsonField{{"after", &h.After}, {"max", &h.Max}}
+	return []jsonField{{"after", &h.After}, {"max", &h.Max}, {"quantile", &h.Quantile}, {"minAfter", &h.MinAfter}}
 }
 
 // MarshalJSON writes every field of p but RetryIf, so that the text read
@@ -88,6 +93,15 @@ func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields
 // left out takes the value of DefaultPolicy's Hedge, zero, whatever h held.
 func (h *Hedge) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge, (*Hedge).jsonFields)
+}
+
+// MarshalJSON writes every field of d, For and Max as duration strings.
+func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
+// left out takes the value of DefaultPolicy's Demote, whatever d held.
+func (d *Demote) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("demote", data, d, DefaultPolicy().Demote, (*Demote).jsonFields)
 }
 
 func marshalObject(fields []jsonField) ([]byte, error) {
@@ -331,6 +345,12 @@ func (d *decoder) value(raw []byte, path string, ptr any) {
 		if !null {
 			d.object(raw, path, v.jsonFields())
 		}
+	case *Demote:
+		if !null {
+			d.object(raw, path, v.jsonFields())
+		}
+	case *float64:
+		decodeScalar(d, raw, path, v, "a number")
 	default:
 		panic(fmt.Sprintf("httpretry: no JSON decoding for %T", ptr))
 	}

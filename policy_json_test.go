@@ -54,7 +54,8 @@ func TestPolicyMarshalJSON(t *testing.T) {
 		`"perTryTimeout":"0s","deadline":"0s","maxRetryAfter":"30s","maxReplayBytes":1048576,`+
 		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
 		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false},`+
-		`"hedge":{"after":"0s","max":0},"fallbacks":null}`, string(data))
+		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s"},"fallbacks":null,` +
+		`"demote":{"after":5,"for":"0s","max":"0s"}}`, string(data))
 
 	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})
 	require.NoError(t, err)
@@ -209,7 +210,7 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 
 	data, err = json.Marshal(Hedge{After: 30 * time.Millisecond, Max: 2})
 	require.NoError(t, err)
-	assert.Equal(t, `{"after":"30ms","max":2}`, string(data))
+	assert.Equal(t, `{"after":"30ms","max":2,"quantile":0,"minAfter":"0s"}`, string(data))
 	h := Hedge{Max: 2}
 	require.NoError(t, json.Unmarshal([]byte(`{"after": "1s"}`), &h))
 	assert.Equal(t, Hedge{After: time.Second}, h, "a field left out is DefaultPolicy's, whatever h held")

@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -21,6 +22,7 @@ func TestDefaultPolicy(t *testing.T) {
 		MaxRetryAfter:  30 * time.Second,
 		MaxReplayBytes: 1 << 20,
 		Budget:         BudgetConfig{Percent: 20, MinRetries: 10, Window: 10 * time.Second},
+		Demote:         Demote{After: 5},
 	}
 	p := DefaultPolicy()
 	assert.Equal(t, want, p)
@@ -160,7 +162,7 @@ func TestPolicyProblems(t *testing.T) {
 		{"Hedge.After", "-1ns is negative"},
 		{"Hedge.Max", "17 is outside 0..16"},
 	}, p.problems())
-	assert.Equal(t, []problem{{"Hedge.Max", "2 needs Hedge.After"}}, Policy{Hedge: Hedge{Max: 2}}.problems())
+	assert.Equal(t, []problem{{"Hedge.Max", "2 needs Hedge.After or Hedge.Quantile"}}, Policy{Hedge: Hedge{Max: 2}}.problems())
 	assert.Empty(t, DefaultPolicy().problems())
 }
 
@@ -273,13 +275,13 @@ func TestPolicyTableLookup(t *testing.T) {
 		t.Run(tt.url, func(t *testing.T) {
 			u, err := url.Parse(tt.url)
 			require.NoError(t, err)
-			got := table.lookup(u)
+			got := table.lookup(originOf(u))
 			assert.Same(t, tt.want, got, "want %s, got %s", named[tt.want], named[got])
 		})
 	}
 
 	empty := policyTable{all: all}
-	assert.Same(t, all, empty.lookup(&url.URL{Scheme: "https", Host: "api.example.com:8443"}))
+	assert.Same(t, all, empty.lookup(origin{"https", "api.example.com:8443"}))
 }
 
 func TestPolicyTableFromOptions(t *testing.T) {
@@ -311,11 +313,14 @@ func TestPolicyTableFromOptions(t *testing.T) {
 		t.Run(tt.url, func(t *testing.T) {
 			u, err := url.Parse(tt.url)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, tr.policies.lookup(u).maxRetries)
+			assert.Equal(t, tt.want, tr.policies.lookup(originOf(u)).maxRetries)
 		})
 	}
 }
 
+// TestBudgetKey: the budget a request is charged to is keyed by its
+// origin's host in the one canonical form, with the scheme's own default
+// port dropped, and no other.
 func TestBudgetKey(t *testing.T) {
 	tests := []struct {
 		url  string
@@ -324,34 +329,80 @@ func TestBudgetKey(t *testing.T) {
 		{"https://h", "h"},
 		{"https://h:443", "h"},
 		{"https://h:443/path?q=1", "h"},
+		{"https://h:0443", "h"},
 		{"http://h:80", "h"},
 		{"http://h", "h"},
 		{"https://h:80", "h:80"},
 		{"http://h:443", "h:443"},
 		{"https://h:8443", "h:8443"},
-		{"https://H.Example:443", "H.Example"},
+		{"http://h:08080", "h:8080"},
+		{"https://H.Example:443", "h.example"},
 		{"ws://h:80", "h"},
 		{"wss://h:443", "h"},
 		{"ftp://h:21", "h:21"},
 		{"https://[::1]:443", "[::1]"},
 		{"http://[::1]:8080", "[::1]:8080"},
 		{"https://[::1]", "[::1]"},
+		{"https://[FE80::1]:8443", "[fe80::1]:8443"},
 		{"https://127.0.0.1:443", "127.0.0.1"},
 	}
-	// RetryTransport charges Budgets.For(URL.Host): the budget a URL gets
-	// is the one its host key names.
-	var bs Budgets
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			u, err := url.Parse(tt.url)
-			require.NoError(t, err)
-			assert.Same(t, bs.For(tt.want, BudgetConfig{}), bs.For(u.Host, BudgetConfig{}))
+			assert.Equal(t, tt.want, originOf(mustURL(t, tt.url)).host)
 		})
 	}
 
 	u := &url.URL{Scheme: "https", Host: "api.example.com:443"}
-	bs.For(u.Host, BudgetConfig{})
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = bs.For(u.Host, BudgetConfig{}) }))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = originOf(u) }), "a default port is cut off, not copied")
+	u = &url.URL{Scheme: "https", Host: "api.example.com:8443"}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = originOf(u) }))
+}
+
+// TestOneBudgetPerOrigin: https://h:80 and https://h are two origins, two
+// budgets, while http://h:80 and http://h are one; Range shows each
+// origin's key, and events report each origin as its key says.
+func TestOneBudgetPerOrigin(t *testing.T) {
+	budgets := NewBudgets()
+	var origins []string
+	rt := New(policyTestTransport{}, WithPolicy(Policy{MaxRetries: 1, Backoff: NoBackoff()}), WithBudgets(budgets),
+		WithObserver(func(e Event) { origins = append(origins, e.Origin) }))
+	for _, u := range []string{"https://h:80/", "https://H/", "https://h:443/", "http://h:80/", "http://h/", "http://h:443/", "https://h:0443/"} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		require.NoError(t, err)
+		_, err = rt.RoundTrip(req)
+		require.Error(t, err)
+	}
+	requests := map[string]int{}
+	budgets.Range(func(host string, s BudgetStats) bool {
+		requests[host] = s.Requests
+		return true
+	})
+	assert.Equal(t, map[string]int{"h:80": 1, "h": 5, "h:443": 1}, requests)
+	// Each request: a retry event and a give-up, both to its own origin.
+	assert.Equal(t, []string{
+		"https://h:80", "https://h:80",
+		"https://h", "https://h", "https://h", "https://h",
+		"http://h", "http://h", "http://h", "http://h",
+		"http://h:443", "http://h:443",
+		"https://h", "https://h",
+	}, origins)
+
+	// A fallback's budget is its origin's too: https://h:80 is not https://h.
+	budgets, origins = NewBudgets(), nil
+	p := Policy{MaxRetries: 0, Fallbacks: []string{"https://H:80", "https://h:443"}}
+	rt = New(policyTestTransport{}, WithPolicy(p), WithBudgets(budgets),
+		WithObserver(func(e Event) { origins = append(origins, e.Origin) }))
+	req, err := http.NewRequest(http.MethodGet, "https://h:0443/", nil)
+	require.NoError(t, err)
+	_, err = rt.RoundTrip(req)
+	require.Error(t, err)
+	clear(requests)
+	budgets.Range(func(host string, s BudgetStats) bool {
+		requests[host] = s.Requests
+		return true
+	})
+	assert.Equal(t, map[string]int{"h:80": 1, "h": 1}, requests, "https://h:443 is the request's own origin")
+	assert.Equal(t, []string{"https://h:80", "https://h:80"}, origins)
 }
 
 func TestStatusSet(t *testing.T) {
@@ -390,4 +441,35 @@ func TestStatusSet(t *testing.T) {
 		require.False(t, empty.has(c), "empty has(%d)", c)
 	}
 	assert.Panics(t, func() { s.add(640) }, "add beyond the set is a programming error Validate prevents")
+}
+
+// TestHostRulePortsInPlainDecimal: a host rule's port has one spelling. A
+// leading zero or a sign is rejected, where "127.0.0.1:08080" used to be
+// accepted and never applied; a request URL that spells its port with a
+// leading zero, which net/http dials as the plain port, gets that port's
+// rule, budget and origin.
+func TestHostRulePortsInPlainDecimal(t *testing.T) {
+	for _, host := range []string{"127.0.0.1:08080", "h:0443", "h:+443", "[::1]:080"} {
+		assert.PanicsWithValue(t, fmt.Sprintf(`httpretry: WithHostPolicy(%q): bad port %q`, host, host[strings.LastIndexByte(host, ':')+1:]),
+			func() { New(policyTestTransport{}, WithHostPolicy(host, DefaultPolicy())) }, host)
+	}
+	_, err := ParseConfig([]byte(`{"hosts": {"h:443": {}, "h:0443": {}}}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `hosts["h:0443"]: bad port "0443"`)
+
+	up := newUpstream(t, always(http.StatusServiceUnavailable))
+	u := mustURL(t, up.URL)
+	budgets := NewBudgets()
+	var rec recorder
+	rt := New(nil, WithPolicy(Policy{}), WithHostPolicy(u.Host, fastPolicy(2)), WithBudgets(budgets), WithObserver(rec.observe))
+	defer rt.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:0"+u.Port()+"/x", nil)
+	require.NoError(t, err)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, int64(3), up.calls.Load(), "the rule for the plain port applies")
+	for _, e := range rec.all() {
+		assert.Equal(t, "http://"+u.Host, e.Origin)
+	}
 }

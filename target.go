@@ -8,7 +8,7 @@ import (
 // target is an origin a request may be sent to, with what the attempt loop
 // knows of it during that request.
 type target struct {
-	scheme, host string  // as the request's URL spells them, or a fallback's canonical form
+	scheme, host string  // its origin, in canonical form (see originOf)
 	moved        bool    // a fallback: the request's URL is rewritten to it
 	budget       *Budget // nil when the budget is disabled
 	// raUntil is the instant before which the origin asked, by

@@ -86,7 +86,8 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req.Body)
 		return nil, errNilURL
 	}
-	p := t.policies.lookup(req.URL)
+	own := originOf(req.URL)
+	p := t.policies.lookup(own)
 	maxRetries := p.maxRetries
 	if n, ok := maxRetriesFrom(req.Context()); ok {
 		maxRetries = n
@@ -102,7 +103,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	var budget *Budget
 	if !p.budget.Disabled {
-		budget = t.budgets.For(req.URL.Host, p.budget)
+		budget = t.budgets.forKey(own.host, p.budget)
 		budget.Record()
 	}
 	nested := fromOuterResend(req)
@@ -115,13 +116,13 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
-		c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Time{})
+		c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Time{})
 		if resp != nil {
 			return c.loop(outcome{&c.first, resp, nil, true}) // answers said so
 		}
 		return c.loop(c.judge(&c.first, nil, err))
 	}
-	c := newCall(t, req, p, fallbacks, budget, maxRetries, time.Now())
+	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now())
 	c.nested = nested
 	return c.loop(c.round(1, &c.targets[0], c.firstBody()))
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // ObserveBudgets registers with meter observable gauges of the current
-// window of every host b holds, each with server.address (and server.port
-// when the host has a port other than 80 or 443):
+// window of every host b holds, each with server.address and, when the
+// host's key (as Budgets.Range shows it) has a port, server.port: the
+// same attributes Observer gives the events of that origin:
 //
 //   - httpretry.budget.requests: requests counted in the window;
 //   - httpretry.budget.retries: resends and hedged copies granted in it;

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -35,8 +34,9 @@ const (
 //     attempt (httpretry.EventGiveUp), with reason, such as "exhausted".
 //
 // Each count carries server.address (the host the event's attempt goes
-// to: Event.Origin's, or the request's own), server.port when the URL
-// names a port other than 80 or 443, and http.request.method ("_OTHER" for
+// to: Event.Origin's, or the request's own), server.port when the origin
+// names a port other than its scheme's default (http 80, https 443), and
+// http.request.method ("_OTHER" for
 // a method HTTP does not define, to bound the attributes' cardinality).
 // It never records a path, query or header.
 //
@@ -112,30 +112,36 @@ func method(m string) string {
 	return "_OTHER"
 }
 
-// server returns the host and port of the attempt e announces.
+// server returns the host name and port of the attempt e announces, from
+// Event.Origin, or from the request's URL when there is none. The port is
+// 0 when it is the scheme's default (http 80, https 443), as in the origin
+// form httpretry keys its budgets by: https://h:80 and https://h are two
+// origins, http://h:80 and http://h one.
 func server(e httpretry.Event) (string, int) {
-	if e.Origin != "" {
-		if u, err := url.Parse(e.Origin); err == nil && u.Host != "" {
-			return splitHost(u.Host)
-		}
+	origin := e.Origin
+	if origin == "" && e.Request != nil && e.Request.URL != nil {
+		origin = e.Request.URL.Scheme + "://" + e.Request.URL.Host
 	}
-	if e.Request != nil && e.Request.URL != nil {
-		return splitHost(e.Request.URL.Host)
+	scheme, hostport, _ := strings.Cut(origin, "://")
+	host, port := splitHost(hostport)
+	switch scheme = strings.ToLower(scheme); {
+	case scheme == "http" && port == 80, scheme == "https" && port == 443:
+		port = 0
 	}
-	return "", 0
+	return host, port
 }
 
-// splitHost splits "host[:port]" into a lower-case host name and a port,
-// 0 for none or for 80 and 443, which httpretry.Budgets takes as the
-// default port: counts and budget gauges of one host carry the same
-// attributes.
+// splitHost splits "host[:port]", as Event.Origin and Budgets.Range write
+// it, into a lower-case host name and its port, 0 for none: the port is
+// already not the scheme's default, so counts and budget gauges of one
+// origin carry the same attributes.
 func splitHost(hostport string) (string, int) {
 	host, portText, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, portText = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
 	}
 	port, err := strconv.Atoi(portText)
-	if err != nil || port <= 0 || port > 65535 || port == 80 || port == 443 {
+	if err != nil || port <= 0 || port > 65535 {
 		port = 0
 	}
 	return strings.ToLower(host), port

@@ -192,8 +192,8 @@ func TestSplitHost(t *testing.T) {
 	}{
 		{"api.example.com", "api.example.com", 0},
 		{"API.Example.com:8443", "api.example.com", 8443},
-		{"api.example.com:443", "api.example.com", 0},
-		{"api.example.com:80", "api.example.com", 0},
+		{"api.example.com:443", "api.example.com", 443}, // as http://api.example.com:443 is keyed
+		{"api.example.com:80", "api.example.com", 80},   // as https://api.example.com:80 is keyed
 		{"[::1]:9000", "::1", 9000},
 		{"[::1]", "::1", 0},
 		{"h:99999", "h", 0},
@@ -207,6 +207,72 @@ func TestSplitHost(t *testing.T) {
 		})
 	}
 }
+
+func TestServer(t *testing.T) {
+	tests := []struct {
+		origin, url string // Event.Origin, or the request's URL when it is ""
+		host        string
+		port        int
+	}{
+		{origin: "https://h", host: "h"},
+		{origin: "https://h:80", host: "h", port: 80},
+		{origin: "http://h:443", host: "h", port: 443},
+		{origin: "http://h:8080", host: "h", port: 8080},
+		{origin: "http://h:80", host: "h"},
+		{origin: "https://[::1]:8443", host: "::1", port: 8443},
+		{url: "https://H:443/x", host: "h"},
+		{url: "https://h:80/x", host: "h", port: 80},
+		{url: "http://h:80/x", host: "h"},
+		{url: "http://h:08080/x", host: "h", port: 8080},
+		{},
+	}
+	for _, tt := range tests {
+		t.Run(tt.origin+tt.url, func(t *testing.T) {
+			e := httpretry.Event{Origin: tt.origin}
+			if tt.url != "" {
+				r, err := http.NewRequest(http.MethodGet, tt.url, nil)
+				require.NoError(t, err)
+				e.Request = r
+			}
+			host, port := server(e)
+			assert.Equal(t, tt.host, host)
+			assert.Equal(t, tt.port, port)
+		})
+	}
+}
+
+// TestEventsAndGaugesShareAnOrigin: https://h:80 and https://h are two
+// origins with two budgets; the counts of each origin's events carry the
+// attributes of its budget's gauges, and no other's.
+func TestEventsAndGaugesShareAnOrigin(t *testing.T) {
+	meter, reader := newReader(t)
+	observe, err := Observer(meter)
+	require.NoError(t, err)
+	budgets := httpretry.NewBudgets()
+	_, err = ObserveBudgets(meter, budgets)
+	require.NoError(t, err)
+	p := httpretry.DefaultPolicy()
+	p.MaxRetries = 1
+	p.Backoff = httpretry.NoBackoff()
+	refuse := roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("refused") })
+	rt := httpretry.New(refuse, httpretry.WithPolicy(p), httpretry.WithBudgets(budgets), httpretry.WithObserver(observe))
+	for _, u := range []string{"https://h:80/", "https://H:443/", "http://h:80/"} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		require.NoError(t, err)
+		_, err = rt.RoundTrip(req)
+		require.Error(t, err)
+	}
+	got := counts(t, reader)
+	const method = "http.request.method=GET,"
+	assert.Equal(t, map[string]int64{method + "server.address=h": 2, method + "server.address=h,server.port=80": 1},
+		got["httpretry.retries"])
+	assert.Equal(t, map[string]int64{"server.address=h": 2, "server.address=h,server.port=80": 1},
+		got["httpretry.budget.requests"], "one budget per origin, with its events' attributes")
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // failingMeter refuses to make counters.
 type failingMeter struct{ noop.Meter }
