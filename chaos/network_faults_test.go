@@ -18,11 +18,11 @@ const (
 	wantNoneOK                    // the fault breaks every exchange
 )
 
-// slowFaultPerTry is the per-try timeout of a fault that only slows
-// traffic: ten times the slowest call measured under such a fault with
-// -race on 2 cores shared with two busy loops, and within the caller's
-// 10 s context.
-const slowFaultPerTry = 5 * time.Second
+// generousPerTry is the per-try timeout of an attempt that gets an answer,
+// however slowly: ten times the slowest call measured under a fault that
+// only slows traffic, with -race on 2 cores shared with two busy loops,
+// and within the callers' 10 s contexts.
+const generousPerTry = 5 * time.Second
 
 // TestNetworkFaults drives GETs, keyed POSTs and unkeyed POSTs through each
 // toxiproxy toxic and checks the invariants; each case also says whether
@@ -61,7 +61,7 @@ func TestNetworkFaults(t *testing.T) {
 				// loaded scheduler: at 250 ms, a 16 KiB body sliced into
 				// 64 B chunks took up to 492 ms under -race on 2 busy
 				// cores, and was resent or, unkeyed, failed.
-				p.PerTryTimeout = slowFaultPerTry
+				p.PerTryTimeout = generousPerTry
 			}
 			if tc.disabled {
 				// Every refused dial may be resent: a floor that covers all
