@@ -9,12 +9,14 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: test race soak bench fuzz lint demo cover examples
 
 ## test: go vet and every test with the race detector, in every module;
-## short forms of the long tests (TESTFLAGS= runs them in full)
+## short forms of the long tests (TESTFLAGS= runs them in full). Every
+## module runs even after one fails, so that each one's results are seen.
 test: examples
-	@set -e; for m in $(MODULES); do \
+	@failed=; for m in $(MODULES); do \
 		echo "== $$m"; \
-		(cd $$m && go vet ./... && go test -race -count=1 $(TESTFLAGS) ./...); \
-	done
+		(cd $$m && go vet ./... && go test -race -count=1 $(TESTFLAGS) ./...) || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== failed:$$failed"; exit 1; fi
 
 ## race: the same as test
 race: test
