@@ -523,11 +523,13 @@ func TestPerTryTimeoutStopsAtHeaders(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		time.Sleep(300 * time.Millisecond) // well past PerTryTimeout
+		time.Sleep(800 * time.Millisecond) // well past PerTryTimeout
 		io.WriteString(w, "late but whole")
 	})
 	p := fastPolicy(2)
-	p.PerTryTimeout = 100 * time.Millisecond
+	// Flushed headers meet 500 ms on any machine; at 100 ms a loaded one
+	// could miss it and resend.
+	p.PerTryTimeout = 500 * time.Millisecond
 	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p))}).Get(up.URL)
 	require.NoError(t, err)
 	assert.Equal(t, "late but whole", readAll(t, resp))
@@ -543,7 +545,9 @@ func TestPerTryTimeoutRetriesASlowAttempt(t *testing.T) {
 		io.WriteString(w, "ok")
 	})
 	p := fastPolicy(2)
-	p.PerTryTimeout = 100 * time.Millisecond
+	// The second attempt must beat it: at 100 ms a loaded machine could
+	// time it out too.
+	p.PerTryTimeout = 500 * time.Millisecond
 	var rec recorder
 	start := time.Now()
 	resp, err := (&http.Client{Transport: New(nil, WithPolicy(p), WithObserver(rec.observe))}).Get(up.URL)
@@ -727,7 +731,9 @@ func TestPostWhoseDialTimedOutIsResent(t *testing.T) {
 			return d.DialContext(ctx, network, addr)
 		}}
 	p := fastPolicy(3)
-	p.PerTryTimeout = ms(50)
+	// The second attempt, dialled afresh, must beat it: at 50 ms a loaded
+	// machine could time it out after it left, and it is not resent then.
+	p.PerTryTimeout = ms(500)
 	var rec recorder
 	req, _ := http.NewRequest(http.MethodPost, up.URL, newTrackedBody("pay 10 EUR"))
 	resp, err := New(base, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)

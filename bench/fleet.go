@@ -193,11 +193,16 @@ func (r FleetResult) RecoveredShare() float64 {
 // NewFleetUpstream starts the upstream cfg describes: down for good, or
 // failing a seeded share of attempts.
 func NewFleetUpstream(cfg FleetConfig) (*Upstream, error) {
+	return startUpstream(newFleetUpstream(cfg))
+}
+
+// newFleetUpstream is NewFleetUpstream not yet served.
+func newFleetUpstream(cfg FleetConfig) *Upstream {
 	ids := cfg.Clients * cfg.PerClient()
 	if cfg.Outage() {
-		return NewUpstream(ids, -1)
+		return newUpstream(ids, -1)
 	}
-	return NewFlakyUpstream(ids, cfg.FailRate, cfg.Seed)
+	return newFlakyUpstream(ids, cfg.FailRate, cfg.Seed)
 }
 
 // SummariseFleet turns the completed calls of a fleet into its figures,
@@ -231,7 +236,21 @@ func RunFleet(lib FleetLibrary, cfg FleetConfig) (FleetResult, error) {
 		return FleetResult{}, err
 	}
 	defer up.Close()
+	return runFleet(lib, cfg, up, func() fleetBase { return NewLoopbackBase() }), nil
+}
 
+// fleetBase is the transport a client's library wraps; the run closes its
+// idle connections at the end.
+type fleetBase interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
+// runFleet is RunFleet against up, each client's base made by newBase: a
+// test runs a fleet in a synctest bubble over an upstream served in
+// process, where requests start, budget windows roll and waits end at
+// exactly the instants cfg describes, however loaded the machine.
+func runFleet(lib FleetLibrary, cfg FleetConfig, up *Upstream, newBase func() fleetBase) FleetResult {
 	start := time.Now()
 	ctx, stop := context.WithDeadline(context.Background(), cfg.Deadline(start))
 	defer stop()
@@ -241,7 +260,7 @@ func RunFleet(lib FleetLibrary, cfg FleetConfig) (FleetResult, error) {
 		wg    sync.WaitGroup
 	)
 	for c := range cfg.Clients {
-		base := NewLoopbackBase()
+		base := newBase()
 		defer base.CloseIdleConnections()
 		rt := lib.New(base, cfg.Scale())
 		wg.Go(func() {
@@ -252,5 +271,5 @@ func RunFleet(lib FleetLibrary, cfg FleetConfig) (FleetResult, error) {
 		})
 	}
 	wg.Wait()
-	return SummariseFleet(lib.Name, cfg, up, calls, time.Since(start)), nil
+	return SummariseFleet(lib.Name, cfg, up, calls, time.Since(start))
 }

@@ -79,6 +79,14 @@ func RunLoad(lib Library, cfg LoadConfig) (LoadResult, error) {
 	defer up.Close()
 	base := NewLoopbackBase()
 	defer base.CloseIdleConnections()
+	return runLoad(lib, cfg, up, base), nil
+}
+
+// runLoad is RunLoad against up through base, cfg's defaults resolved: a
+// test runs it in a synctest bubble over an upstream served in process,
+// where the outage ends, requests start and the cap falls at exactly the
+// instants cfg describes, however loaded the machine.
+func runLoad(lib Library, cfg LoadConfig, up *Upstream, base http.RoundTripper) LoadResult {
 	client := &http.Client{Transport: lib.Wrap(base)}
 
 	ctx, stop := context.WithTimeout(context.Background(), cfg.Cap)
@@ -134,7 +142,7 @@ func RunLoad(lib Library, cfg LoadConfig) (LoadResult, error) {
 		res.Upstream += int64(up.RequestsFor(id))
 	}
 	res.Recovery, res.Recovered = RecoveryTime(completions, RecoveryStep, RecoveryShare)
-	return res, nil
+	return res
 }
 
 // waitUntil sleeps until t and reports whether ctx is still live.

@@ -38,16 +38,26 @@ type Upstream struct {
 // 0 to ids-1. It answers 503 for downFor after Begin (a negative downFor:
 // for ever) and 200 otherwise; before Begin it is down.
 func NewUpstream(ids int, downFor time.Duration) (*Upstream, error) {
-	return startUpstream(&Upstream{downFor: downFor, perID: make([]atomic.Int32, ids)})
+	return startUpstream(newUpstream(ids, downFor))
+}
+
+// newUpstream is NewUpstream not yet served.
+func newUpstream(ids int, downFor time.Duration) *Upstream {
+	return &Upstream{downFor: downFor, perID: make([]atomic.Int32, ids)}
 }
 
 // NewFlakyUpstream starts an Upstream that is never down but answers 503
 // to the attempts Blip picks with rate and seed, and 200 to the others; an
 // attempt without a valid RequestIDHeader is answered 200.
 func NewFlakyUpstream(ids int, rate float64, seed uint64) (*Upstream, error) {
+	return startUpstream(newFlakyUpstream(ids, rate, seed))
+}
+
+// newFlakyUpstream is NewFlakyUpstream not yet served.
+func newFlakyUpstream(ids int, rate float64, seed uint64) *Upstream {
 	u := &Upstream{perID: make([]atomic.Int32, ids), failRate: rate, seed: seed}
 	u.Begin(time.Now()) // an outage of 0 from now: up from the start
-	return startUpstream(u)
+	return u
 }
 
 // startUpstream serves u on loopback; u is complete before its handler

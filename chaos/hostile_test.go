@@ -15,12 +15,14 @@ import (
 )
 
 // hostilePolicy retries twice with a short fixed wait and no budget, so a
-// hostile-response case sees exactly the attempts its outcome allows.
+// hostile-response case sees exactly the attempts its outcome allows; its
+// per-try timeout only stops a server that never answers, and no answer,
+// however large or slow to parse under load, meets it.
 func hostilePolicy() httpretry.Policy {
 	p := httpretry.DefaultPolicy()
 	p.MaxRetries = 2
 	p.Backoff = httpretry.Fixed(10 * time.Millisecond)
-	p.PerTryTimeout = time.Second
+	p.PerTryTimeout = generousPerTry
 	p.MaxRetryAfter = 2 * time.Second
 	p.Budget = httpretry.BudgetConfig{Disabled: true}
 	return p

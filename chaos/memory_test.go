@@ -108,6 +108,10 @@ func memoryBound(t *testing.T, knownLength bool) {
 	p := hostilePolicy()
 	p.MaxRetries = 3
 	p.MaxReplayBytes = maxReplay
+	// The per-try timeout runs until the response headers, upload
+	// included: 4 × 16 MiB under -race on 2 busy cores took longer than
+	// hostilePolicy's 1 s. The 60 s context bounds each call.
+	p.PerTryTimeout = 0
 	var obs observed
 	rt := newRetrying(t, newBase(), p, httpretry.WithObserver(obs.observe))
 

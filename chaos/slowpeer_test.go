@@ -55,9 +55,12 @@ func TestSlowPeers(t *testing.T) {
 		maxTime    time.Duration
 		wantErr    error // errors.Is target, on a RoundTrip or read error
 	}{
-		{name: "trickling body outlives the per-try timeout", script: trickle, kind: kindGet, perTry: 200 * time.Millisecond,
+		// A second for the headers, which come at once, and half the
+		// trickle's two seconds: at 200 ms a loaded machine's headers
+		// could miss it and cost a resend.
+		{name: "trickling body outlives the per-try timeout", script: trickle, kind: kindGet, perTry: time.Second,
 			ctxTimeout: 10 * time.Second, wantEnd: endOK, attempts: 1, minTime: 1900 * time.Millisecond, maxTime: 4 * time.Second},
-		{name: "trickling body cut by the context", script: trickle, kind: kindGet, perTry: 200 * time.Millisecond,
+		{name: "trickling body cut by the context", script: trickle, kind: kindGet, perTry: time.Second,
 			ctxTimeout: 1500 * time.Millisecond, wantEnd: endReadError, attempts: 1, minTime: 1400 * time.Millisecond, maxTime: 2500 * time.Millisecond,
 			wantErr: context.DeadlineExceeded},
 		{name: "silent server, GET", script: silent, kind: kindGet, perTry: 200 * time.Millisecond,

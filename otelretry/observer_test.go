@@ -64,7 +64,7 @@ func counts(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]
 //
 //	/flaky  503 to its first two requests, then 200
 //	/down   503 always
-//	/slow   its first request stalls (until canceled, or 300 ms), later ones answer at once
+//	/slow   its first request stalls (until canceled, or 1 s), later ones answer at once
 func upstream(t *testing.T) *httptest.Server {
 	t.Helper()
 	var mu sync.Mutex
@@ -82,7 +82,7 @@ func upstream(t *testing.T) *httptest.Server {
 			select {
 			case <-r.Context().Done():
 				return
-			case <-time.After(300 * time.Millisecond):
+			case <-time.After(time.Second):
 			}
 		}
 		io.WriteString(w, "ok")
@@ -118,7 +118,10 @@ func TestObserverOverLoopback(t *testing.T) {
 	p := httpretry.DefaultPolicy()
 	p.MaxRetries = 2
 	p.Backoff = httpretry.NoBackoff()
-	p.Hedge = httpretry.Hedge{After: 10 * time.Millisecond, Max: 1}
+	// Every answer but /slow's first comes well within 200 ms on any
+	// machine, so it alone is hedged; at 10 ms a loaded machine's slow
+	// answer to /flaky or /down could draw a hedge of its own.
+	p.Hedge = httpretry.Hedge{After: 200 * time.Millisecond, Max: 1}
 	rt := httpretry.New(nil, httpretry.WithPolicy(p), httpretry.WithObserver(observe))
 	defer rt.CloseIdleConnections()
 

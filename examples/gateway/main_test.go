@@ -113,15 +113,19 @@ func (l *logRecords) wait(t *testing.T, msg string, n int) map[string]any {
 
 // writeConfig writes the configuration file, with a modification time an
 // hour later than the previous write's, so that a poll sees every write
-// however coarse the file system's clock.
+// however coarse the file system's clock. It writes a file beside it and
+// renames it into place: written in place, a poll every 10 ms could read
+// it truncated, and a loaded machine did ("config: EOF").
 func writeConfig(t *testing.T, path, format string, args ...any) {
 	t.Helper()
 	mod := time.Now()
 	if fi, err := os.Stat(path); err == nil {
 		mod = fi.ModTime().Add(time.Hour)
 	}
-	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, format, args...), 0o600))
-	require.NoError(t, os.Chtimes(path, mod, mod))
+	next := path + ".next"
+	require.NoError(t, os.WriteFile(next, fmt.Appendf(nil, format, args...), 0o600))
+	require.NoError(t, os.Chtimes(next, mod, mod))
+	require.NoError(t, os.Rename(next, path))
 }
 
 // testGateway is a gateway in front of a loopback server, with its own
