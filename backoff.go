@@ -217,7 +217,6 @@ func (b *Backoff) UnmarshalText(text []byte) error {
 	return nil
 }
 
-
 // parseBackoff is the inverse of String.
 func parseBackoff(s string) (Backoff, error) {
 	if s == "none" {

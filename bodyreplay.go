@@ -5,7 +5,6 @@ import (
 	"sync"
 )
 
-
 // replayBody shares one request body without GetBody among the attempts of
 // a request. It does not read ahead: the bytes are recorded as the base
 // transport reads them, up to limit, so the first byte leaves as early as

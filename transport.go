@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 )
 
-
 // RetryTransport is an http.RoundTripper that resends failed requests when
 // it is safe and the host's retry budget allows. Build it with New; it is
 // immutable afterwards and safe for concurrent use. The zero RetryTransport
