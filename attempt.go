@@ -18,9 +18,15 @@ type attempt struct {
 	timeout    time.Duration      // after which the timer fires
 	fired      atomic.Bool        // the attempt's timer ended it before headers
 	byDeadline bool               // the timer was the policy's Deadline
-	traced     bool               // getConn and gotConn are tracked
-	getConn    atomic.Bool        // the transport began to look for a connection
-	gotConn    atomic.Bool        // and found one
+	// Under a learned hedge delay: when the attempt was handed to the
+	// base, how long it took to come back, and whether its round settled
+	// it (see hedgedRound.learn).
+	start   time.Time
+	took    time.Duration
+	settled bool
+	traced  bool        // getConn and gotConn are tracked
+	getConn atomic.Bool // the transport began to look for a connection
+	gotConn atomic.Bool // and found one
 	// ctx is the attempt's own context, which tells AttemptFromContext
 	// its number; it lives inside the attempt so that it costs no
 	// allocation of its own.
@@ -143,6 +149,9 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 		})
 	}
 	resp, err := c.t.base.RoundTrip(r)
+	if !a.start.IsZero() {
+		a.took = time.Since(a.start)
+	}
 	if timer != nil && !timer.Stop() {
 		a.fired.Store(true)
 		if resp != nil {

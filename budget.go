@@ -134,12 +134,20 @@ type Budget struct {
 	// debt is how far the floor credit is below full, in hundredths of a
 	// resend: the zero Budget starts full.
 	debt int64
+
+	// The origin's standing under Policy.Demote, and its recent times to
+	// response headers under a learned Hedge.Quantile (made on first use,
+	// about 1 KB): kept beside the budget so that transports share them,
+	// a reload keeps them, and they are forgotten with the host.
+	demotion  demotion
+	latencies atomic.Pointer[latencies]
 }
 
 type bucket struct {
 	start    atomic.Int64 // Unix nanoseconds at which this bucket's slot began
 	requests atomic.Int64
 	retries  atomic.Int64
+	copies   atomic.Int64 // learned hedged copies (see takeCopyAt)
 }
 
 // BudgetStats counts what a Budget saw in its current window. It reads and
@@ -150,6 +158,14 @@ type BudgetStats struct {
 	Retries   int `json:"retries"`   // resends granted
 	Allowance int `json:"allowance"` // Percent·Requests/100: the resends the window's requests earn
 	Credit    int `json:"credit"`    // whole floor credits left: resends the floor may still grant beyond Allowance
+	// HedgeAfter is the origin's learned hedge delay (Hedge.Quantile of
+	// its recent times to response headers, not raised to MinAfter): 0
+	// while cold, the histogram's top (about 2m17s) when past it. In JSON
+	// a duration string, "12.288ms".
+	HedgeAfter time.Duration `json:"hedgeAfter"`
+	// DemotedFor is how long the origin stays demoted (Policy.Demote); 0:
+	// not demoted. In JSON a duration string.
+	DemotedFor time.Duration `json:"demotedFor"`
 }
 
 func (b *Budget) loadParams() *budgetParams {
@@ -250,6 +266,7 @@ func (b *Budget) current(now int64, locked bool) *bucket {
 	if bk.start.Load() != start {
 		b.retired += bk.requests.Swap(0)
 		bk.retries.Store(0)
+		bk.copies.Store(0)
 		bk.start.Store(start)
 		if start > b.newest.Load() {
 			b.newest.Store(start)
@@ -349,11 +366,61 @@ func (b *Budget) statsAt(now time.Time) BudgetStats {
 	p := b.loadParams()
 	requests, retries, recorded := b.sum(now.UnixNano(), p)
 	b.settle(p, recorded)
-	return BudgetStats{
-		Requests:  int(requests),
-		Retries:   int(retries),
-		Allowance: int(p.percent * requests / 100),
-		Credit:    int((p.floorCap() - b.debt) / creditUnit),
+	s := BudgetStats{
+		Requests:   int(requests),
+		Retries:    int(retries),
+		Allowance:  int(p.percent * requests / 100),
+		Credit:     int((p.floorCap() - b.debt) / creditUnit),
+		DemotedFor: b.demotion.left(now),
+	}
+	if l := b.latencies.Load(); l != nil {
+		s.HedgeAfter, _ = l.estimate()
+	}
+	return s
+}
+
+// learned is the origin's latency estimator, made on first use.
+func (b *Budget) learned() *latencies {
+	if l := b.latencies.Load(); l != nil {
+		return l
+	}
+	b.latencies.CompareAndSwap(nil, new(latencies))
+	return b.latencies.Load()
+}
+
+// takeCopyAt counts one learned hedged copy in the window at now, if the
+// window's learned copies stay within learnedCopyCap(q, requests), and
+// reports whether it did: a distribution that drifts faster than the
+// estimator must not spend the whole retry budget on copies.
+func (b *Budget) takeCopyAt(now time.Time, q float64) bool {
+	ns := now.UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.loadParams()
+	cur := b.current(ns, true)
+	var requests, copies int64
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		if s := bk.start.Load(); s > ns-p.window && s <= ns+p.slot {
+			requests += bk.requests.Load()
+			copies += bk.copies.Load()
+		}
+	}
+	if copies+1 > int64(learnedCopyCap(q, int(requests))) {
+		return false
+	}
+	cur.copies.Add(1)
+	return true
+}
+
+// untakeCopyAt gives back a copy takeCopyAt counted at now and that was
+// not sent; one counted in a slot since rolled over has left the window.
+func (b *Budget) untakeCopyAt(now time.Time) {
+	ns := now.UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur := b.current(ns, true); cur.copies.Load() > 0 {
+		cur.copies.Add(-1)
 	}
 }
 

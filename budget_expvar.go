@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -50,4 +51,46 @@ func (bs *Budgets) String() string {
 	})
 	buf.WriteByte('}')
 	return buf.String()
+}
+
+// budgetStatsJSON is BudgetStats as JSON shows it: durations as Go
+// duration strings, as in configuration JSON.
+type budgetStatsJSON struct {
+	Requests   int    `json:"requests"`
+	Retries    int    `json:"retries"`
+	Allowance  int    `json:"allowance"`
+	Credit     int    `json:"credit"`
+	HedgeAfter string `json:"hedgeAfter"`
+	DemotedFor string `json:"demotedFor"`
+}
+
+// MarshalJSON writes s with its field names in lower camel case and its
+// durations as duration strings ("12.288ms").
+func (s BudgetStats) MarshalJSON() ([]byte, error) {
+	return json.Marshal(budgetStatsJSON{s.Requests, s.Retries, s.Allowance, s.Credit,
+		s.HedgeAfter.String(), s.DemotedFor.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; a duration left out is 0.
+func (s *BudgetStats) UnmarshalJSON(data []byte) error {
+	var j budgetStatsJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	v := BudgetStats{Requests: j.Requests, Retries: j.Retries, Allowance: j.Allowance, Credit: j.Credit}
+	for _, d := range []struct {
+		text string
+		dst  *time.Duration
+	}{{j.HedgeAfter, &v.HedgeAfter}, {j.DemotedFor, &v.DemotedFor}} {
+		if d.text == "" {
+			continue
+		}
+		parsed, err := time.ParseDuration(d.text)
+		if err != nil {
+			return fmt.Errorf("httpretry: budget stats: %w", err)
+		}
+		*d.dst = parsed
+	}
+	*s = v
+	return nil
 }

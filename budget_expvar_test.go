@@ -65,8 +65,8 @@ func TestBudgetsString(t *testing.T) {
 	require.True(t, b.TryReserve())
 	bs.For(`odd"<host>`, BudgetConfig{})
 	assert.JSONEq(t, `{
-		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9},
-		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10}
+		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9, "hedgeAfter": "0s", "demotedFor": "0s"},
+		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10, "hedgeAfter": "0s", "demotedFor": "0s"}
 	}`, bs.String())
 
 	var m map[string]BudgetStats

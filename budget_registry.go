@@ -67,11 +67,19 @@ func hostKey(host string) string {
 // forKey is For for a host already in canonical form, an origin's host, as
 // RetryTransport charges it.
 func (bs *Budgets) forKey(key string, cfg BudgetConfig) *Budget {
+	b := bs.entry(key)
+	b.configure(cfg)
+	return b
+}
+
+// entry is the registry's record of key, a canonical host, with no budget
+// config applied: what an origin whose budget is disabled still needs, its
+// demotion and its learned hedge delay.
+func (bs *Budgets) entry(key string) *Budget {
 	b := bs.last.Load()
 	if b == nil || b.key != key || b.evicted.Load() {
 		b = bs.lookup(key)
 	}
-	b.configure(cfg)
 	return b
 }
 
@@ -131,7 +139,7 @@ func (bs *Budgets) sweep(now int64) {
 	var active []entry
 	bs.hosts.Range(func(k, v any) bool {
 		b := v.(*Budget)
-		if b.idleAt(now) && b.creditFullAt(now) {
+		if b.idleAt(now) && b.creditFullAt(now) && !b.demotion.standing() {
 			bs.forget(k.(string), b)
 		} else {
 			active = append(active, entry{k.(string), b, b.used.Load()})

@@ -55,14 +55,14 @@ func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
 // counted in now's. Requests recorded concurrently land in some bucket and
 // are counted. The caller holds b.mu.
 func (b *Budget) rebucket(now int64, old, p *budgetParams) {
-	type counts struct{ at, requests, retries int64 }
+	type counts struct{ at, requests, retries, copies int64 }
 	var moved [budgetBuckets]counts
 	// first is the start of the oldest slot that sum counts at now under p.
 	first := now - p.window - (now-p.window)%p.slot + p.slot
 	for i := range b.buckets {
 		bk := &b.buckets[i]
 		s := bk.start.Load()
-		moved[i] = counts{-1, bk.requests.Swap(0), bk.retries.Swap(0)}
+		moved[i] = counts{-1, bk.requests.Swap(0), bk.retries.Swap(0), bk.copies.Swap(0)}
 		bk.start.Store(0)
 		if s > now-old.window && s <= now+old.slot && s+old.slot > first {
 			moved[i].at = min(max(s, first), now)
@@ -80,5 +80,6 @@ func (b *Budget) rebucket(now int64, old, p *budgetParams) {
 		}
 		bk.requests.Add(m.requests)
 		bk.retries.Add(m.retries)
+		bk.copies.Add(m.copies)
 	}
 }

@@ -29,6 +29,7 @@ type call struct {
 	sent           int           // attempts sent, hedged copies included
 	drawn          int           // attempts drawn on the pool of maxRetries
 	resendable     bool          // the method or a key makes a resend safe
+	demoting       bool          // Demote may reorder the candidates, and counts their failures
 	nested         bool          // req is an outer httpretry's resend: see fromOuterResend
 	hedged         bool          // attempts are hedged: see hedges
 	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
@@ -53,7 +54,9 @@ func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 	if c.p.retryIf != nil {
 		defer a.releaseOnPanic(resp)
 	}
-	return outcome{a, resp, err, c.failed(resp, err)}
+	o := outcome{a, resp, err, c.failed(resp, err)}
+	c.demoteVerdict(o)
+	return o
 }
 
 // releaseOnPanic, deferred, discards resp and ends attempt a if a callback
@@ -83,10 +86,11 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 
 // newCall sets up what the attempts after the first need; start is when
 // the first attempt was sent.
-func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fallbacks []origin, budget *Budget, maxRetries int, start time.Time) *call {
+//
+// The candidates are set last, since whether the request may probe a
+// demoted origin depends on its body; pinned keeps the own origin first.
+func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fallbacks []origin, budget *Budget, maxRetries int, start time.Time, pinned bool) *call {
 	c := &call{t: t, req: r, p: p, maxRetries: maxRetries, sent: 1}
-	c.setTargets(fallbacks, target{scheme: own.scheme, host: own.host, budget: budget, tried: true})
-	c.first.n, c.first.tg = 1, &c.targets[0] // as sent by the fast path
 	c.resendable = resendable(r, p.idemHeaders)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
 		c.header = r.Header.Clone()
@@ -104,6 +108,8 @@ func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fall
 		}
 		c.body = newReplayBody(r.Body, limit, r.ContentLength)
 	}
+	c.setTargets(fallbacks, target{scheme: own.scheme, host: own.host, budget: budget}, pinned)
+	c.first.n, c.first.tg = 1, &c.targets[0] // as sent by the fast path
 	c.hedged = c.hedges()
 	c.waitLeft = p.waitBudget
 	if p.deadline > 0 {
@@ -127,6 +133,9 @@ func (c *call) firstBody() io.ReadCloser {
 func (c *call) loop(o outcome) (*http.Response, error) {
 	if c.body != nil {
 		defer c.body.finish()
+	}
+	if c.demoting {
+		defer c.releaseProbes()
 	}
 	// An observer that panics leaves the outcome it was told of released.
 	defer func() {

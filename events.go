@@ -24,10 +24,18 @@ const (
 	// EventFallback: an attempt failed and the next one is the first
 	// attempt on another origin, Origin.
 	EventFallback
+	// EventDemote: Origin failed Policy.Demote.After times in a row (or
+	// failed its probe) and goes behind the other candidates for Delay;
+	// Status or Err is the failure that tipped it.
+	EventDemote
+	// EventRestore: a demoted Origin answered (its probe, or a request
+	// sent to it while every candidate was demoted) and takes its
+	// configured place again.
+	EventRestore
 )
 
 // String returns the kind as a lower-case word: "retry", "hedge",
-// "give-up" or "fallback".
+// "give-up", "fallback", "demote" or "restore".
 func (k EventKind) String() string {
 	switch k {
 	case EventRetry:
@@ -38,6 +46,10 @@ func (k EventKind) String() string {
 		return "give-up"
 	case EventFallback:
 		return "fallback"
+	case EventDemote:
+		return "demote"
+	case EventRestore:
+		return "restore"
 	}
 	return "unknown"
 }
@@ -108,7 +120,9 @@ type Event struct {
 	// Err is the error that attempt failed with, nil when it got a
 	// response.
 	Err error
-	// Delay is the wait before the next attempt (EventRetry).
+	// Delay is the wait before the next attempt (EventRetry), how long the
+	// attempt went without response headers before the copy was sent
+	// (EventHedge), or the length of the demotion (EventDemote).
 	Delay time.Duration
 	// Reason is why no further attempt is made (EventGiveUp), or why a
 	// hedged copy was not sent (EventHedge).

@@ -16,7 +16,9 @@ func TestEventKindString(t *testing.T) {
 		{EventGiveUp, "give-up"},
 		{EventFallback, "fallback"},
 		{0, "unknown"},
-		{EventFallback + 1, "unknown"},
+		{EventDemote, "demote"},
+		{EventRestore, "restore"},
+		{EventRestore + 1, "unknown"},
 		{255, "unknown"},
 	}
 	for _, tt := range tests {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"sync/atomic"
 	"time"
 )
@@ -71,13 +70,9 @@ func usable(own, fb origin) bool {
 	return fb != own && !(own.scheme == "https" && fb.scheme == "http")
 }
 
-// hasUsableFallback reports whether a request to u has a candidate besides
-// its own origin.
-func hasUsableFallback(u *url.URL, fallbacks []origin) bool {
-	if len(fallbacks) == 0 {
-		return false
-	}
-	own := originOf(u)
+// hasUsableFallback reports whether a request to own has a candidate
+// besides its own origin.
+func hasUsableFallback(own origin, fallbacks []origin) bool {
 	for _, fb := range fallbacks {
 		if usable(own, fb) {
 			return true
@@ -88,9 +83,14 @@ func hasUsableFallback(u *url.URL, fallbacks []origin) bool {
 
 // setTargets makes the request's candidates: its own origin, then each
 // usable fallback once, with the budget of that origin's host policy.
-func (c *call) setTargets(fallbacks []origin, own target) {
+// Under Demote, the candidates with a demotion running go last (see
+// demoteLast), but for the own origin when pinned, as it is once its
+// attempt has gone. A candidate carries its record in Budgets when the
+// request may reorder or learns a hedge delay.
+func (c *call) setTargets(fallbacks []origin, own target, pinned bool) {
 	c.one[0] = own
 	c.targets = c.one[:]
+	c.setStates()
 	if len(fallbacks) == 0 {
 		return
 	}
@@ -115,8 +115,42 @@ next:
 		}
 		targets = append(targets, tg)
 	}
-	if len(targets) > 1 {
-		c.targets = targets
+	if len(targets) == 1 {
+		return
+	}
+	c.targets = targets
+	c.demoting = c.p.demote.after > 0
+	c.setStates()
+	if !c.demoting {
+		return
+	}
+	now, mayProbe := time.Now(), c.resendable && c.replayable()
+	order := c.targets
+	if pinned {
+		order = order[1:]
+	}
+	demoteLast(order, func(tg *target) bool {
+		last, p := tg.state.demotion.place(now, mayProbe)
+		tg.probe = p
+		return last
+	})
+}
+
+// setStates gives each candidate its record in Budgets when the request
+// needs it, to reorder or to learn.
+func (c *call) setStates() {
+	if !c.demoting && c.p.hedge.Quantile == 0 {
+		return
+	}
+	for i := range c.targets {
+		tg := &c.targets[i]
+		switch {
+		case tg.state != nil:
+		case tg.budget != nil:
+			tg.state = tg.budget
+		default:
+			tg.state = c.t.budgets.entry(tg.host)
+		}
 	}
 }
 

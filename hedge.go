@@ -79,9 +79,11 @@ func (h Hedge) copies() int {
 // hedges reports whether this request's attempts are hedged: the policy
 // asks for it, a resend is safe, and every copy can have its own body.
 func (c *call) hedges() bool {
-	if c.p.hedge.copies() == 0 || !c.resendable {
-		return false
-	}
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable()
+}
+
+// replayable reports whether every further attempt can have its own body.
+func (c *call) replayable() bool {
 	r := c.req
 	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil || c.body != nil && c.body.limit > 0
 }
@@ -101,10 +103,16 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 		resp, err := c.do(a, r)
 		return c.judge(a, resp, err)
 	}
-	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), hedging: true}
+	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
 	h.launch(n, tg, body)
-	timer := time.NewTimer(c.p.hedge.After)
+	var after time.Duration
+	after, h.hedging = c.hedgeAfter(tg)
+	var fire <-chan time.Time // nil, never ready, when no copy goes
+	timer := time.NewTimer(after)
 	defer timer.Stop()
+	if h.hedging {
+		fire = timer.C
+	}
 	// A callback that panics (RetryIf, an observer) leaves no attempt of
 	// the round in flight.
 	defer func() {
@@ -119,7 +127,7 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 			if w, won := h.settle(o); won {
 				return w
 			}
-		case <-timer.C:
+		case <-fire:
 			// An outcome that came with the timer wins over a copy.
 			select {
 			case o := <-h.outcomes:
@@ -129,8 +137,8 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 				continue
 			default:
 			}
-			if h.hedging && h.hedge() {
-				timer.Reset(c.p.hedge.After)
+			if h.hedging && h.hedge(after) {
+				timer.Reset(after)
 			}
 		}
 	}
@@ -145,12 +153,16 @@ type hedgedRound struct {
 	pending  int
 	copies   int
 	hedging  bool    // more copies may be sent
+	origin   *target // where the round's first attempt went: its delay, its cap
 	kept     outcome // the failure to judge if no attempt wins
 	last     *target // where the latest attempt of the round went
 }
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	a, r := h.c.newAttempt(n, tg, body)
+	if h.c.p.hedge.Quantile > 0 {
+		a.start = time.Now() // before the goroutine, which reads it
+	}
 	h.c.sent = n
 	h.last = tg
 	h.inflight = append(h.inflight, a)
@@ -165,7 +177,10 @@ func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 // which case the other attempts are over.
 func (h *hedgedRound) settle(o outcome) (outcome, bool) {
 	h.pending--
-	if o = h.c.judge(o.a, o.resp, o.err); !o.failure {
+	o.a.settled = true
+	o = h.c.judge(o.a, o.resp, o.err)
+	h.learn(o)
+	if !o.failure {
 		h.cancelLosers(o.a)
 		return o, true
 	}
@@ -200,17 +215,27 @@ func stronger(x, y outcome, now time.Time) bool {
 
 // hedge sends a copy if one is admitted, to the next candidate not yet
 // tried, or round the candidates; it reports whether another copy may
-// follow.
-func (h *hedgedRound) hedge() bool {
+// follow. after is the round's delay between copies. A learned copy also
+// needs room under its cap in the window of the round's origin.
+func (h *hedgedRound) hedge(after time.Duration) bool {
 	c := h.c
 	next := c.sent + 1
+	now := time.Now()
 	// The body comes first: a copy that cannot be sent is not charged.
 	body, reason := c.copyBody()
 	tg := h.last
+	capped := reason == 0 && c.p.hedge.Quantile > 0 && h.origin.budget != nil
+	if capped && !h.origin.budget.takeCopyAt(now, c.p.hedge.Quantile) {
+		closeBody(body)
+		reason, capped = ReasonBudget, false
+	}
 	if reason == 0 {
-		if tg, reason = c.routeCopy(time.Now()); reason != 0 {
+		if tg, reason = c.routeCopy(now); reason != 0 {
 			closeBody(body)
 			tg = h.last
+			if capped {
+				h.origin.budget.untakeCopyAt(now)
+			}
 		}
 	}
 	if reason != 0 {
@@ -218,15 +243,52 @@ func (h *hedgedRound) hedge() bool {
 		h.hedging = false
 		return false
 	}
-	c.emit(Event{Kind: EventHedge, Attempt: next}, tg)
+	c.emit(Event{Kind: EventHedge, Attempt: next, Delay: after * time.Duration(h.copies+1)}, tg)
 	h.launch(next, tg, body)
 	h.copies++
 	return h.copies < c.p.hedge.copies()
 }
 
+// hedgeAfter is how long a round whose first attempt went to tg waits
+// before each copy, and whether copies go at all: Hedge.After, or with
+// Quantile the origin's learned delay (see hedgeDelay).
+func (c *call) hedgeAfter(tg *target) (time.Duration, bool) {
+	h := c.p.hedge
+	if h.Quantile == 0 {
+		return h.After, true
+	}
+	est, warm := tg.state.learned().estimate()
+	return hedgeDelay(est, warm, h.After, h.MinAfter)
+}
+
+// learn records what a settled attempt says of its origin's time to
+// response headers, under a learned delay (point 17): an answer at its
+// time, an attempt that PerTryTimeout cut at the timeout. A failure that
+// came back (a fast 503, a refused dial) says nothing of how long an
+// answer takes, nor does an attempt the caller ended.
+func (h *hedgedRound) learn(o outcome) {
+	c := h.c
+	q := c.p.hedge.Quantile
+	if q == 0 || c.req.Context().Err() != nil {
+		return
+	}
+	switch {
+	case !o.failure && o.err == nil:
+		o.a.tg.state.learned().record(o.a.took, q)
+	case o.a.fired.Load() && !o.a.byDeadline:
+		o.a.tg.state.learned().record(c.p.perTry, q)
+	}
+}
+
 // cancelLosers cancels every attempt but the winner and waits for the
 // pending ones to come back, discarding what they bring.
 func (h *hedgedRound) cancelLosers(winner *attempt) {
+	// The round's first attempt, overtaken by a copy, is a censored
+	// sample: its time was at least its age. Without it the estimate
+	// would learn only from fast winners, and copy too often.
+	if first, q := h.inflight[0], h.c.p.hedge.Quantile; q > 0 && winner != nil && winner != first && !first.settled {
+		first.tg.state.learned().record(time.Since(first.start), q)
+	}
 	for _, a := range h.inflight {
 		if a != winner {
 			a.end()

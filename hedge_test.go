@@ -89,7 +89,7 @@ func TestHedgeAnswersFromTheCopyAndCancelsTheSlowAttempt(t *testing.T) {
 		assert.Equal(t, "fast 2", readAll(t, resp))
 		assert.EqualValues(t, 2, base.n.Load())
 		assert.Equal(t, []bool{true, true}, ctxs.canceled(), "the loser at once, the winner once its body is closed")
-		assert.Equal(t, []Event{{Kind: EventHedge, Attempt: 2, Request: rec.all()[0].Request, Origin: "http://api.example.com"}}, rec.all())
+		assert.Equal(t, []Event{{Kind: EventHedge, Attempt: 2, Request: rec.all()[0].Request, Origin: "http://api.example.com", Delay: ms(20)}}, rec.all())
 	})
 }
 

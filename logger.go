@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// WithLogger logs every retry, hedge and fallback at slog.LevelDebug and
-// every give-up at slog.LevelWarn to l. It is an observer (see
+// WithLogger logs every retry, hedge and fallback at slog.LevelDebug, every
+// give-up and demotion at slog.LevelWarn and every restore at
+// slog.LevelInfo to l. It is an observer (see
 // WithObserver) and nothing more: without it nothing is logged, and a nil l
 // is ignored.
 //
@@ -35,10 +36,14 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// levelOf is the level an event of kind is logged at.
+// levelOf is the level an event of kind is logged at: a give-up or a
+// demotion is the operator's business, a restore is news, the rest detail.
 func levelOf(kind EventKind) slog.Level {
-	if kind == EventGiveUp {
+	switch kind {
+	case EventGiveUp, EventDemote:
 		return slog.LevelWarn
+	case EventRestore:
+		return slog.LevelInfo
 	}
 	return slog.LevelDebug
 }
@@ -67,7 +72,7 @@ func logEvent(l *slog.Logger, e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", redactError(e.Err, e.Request)))
 	}
-	if e.Kind == EventRetry {
+	if e.Kind == EventRetry || e.Kind == EventDemote || e.Kind == EventHedge && e.Reason == 0 {
 		attrs = append(attrs, slog.Duration("delay", e.Delay))
 	}
 	if e.Reason != 0 {

@@ -12,7 +12,6 @@ import (
 // MaxRetriesLimit is the most resends a Policy or WithMaxRetries may ask for.
 const MaxRetriesLimit = 16
 
-
 // Policy says when and how a request is resent. A Policy is a plain value:
 // New resolves it once, so changing it afterwards has no effect on a
 // transport. The zero Policy turns retrying off; in a Policy with
@@ -207,6 +206,7 @@ type hostPolicy struct {
 	autoKeyHeader string // "" unless AutoIdempotencyKey
 	budget        BudgetConfig
 	hedge         Hedge
+	demote        demoteRule
 	// untimed: no attempt needs a timer, so a first attempt may go out as
 	// the caller's own request.
 	untimed bool
@@ -224,6 +224,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		idemHeaders:   defaultIdempotencyHeaders,
 		budget:        p.Budget.withDefaults(),
 		hedge:         p.Hedge,
+		demote:        p.Demote.resolve(),
 		retryIf:       p.RetryIf,
 	}
 	for _, s := range p.Fallbacks {
@@ -232,7 +233,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		}
 	}
 	hp.waitBudget = hp.backoff.waitBudget()
-	hp.untimed = hp.perTry == 0 && hp.deadline == 0 && hp.hedge.After == 0
+	hp.untimed = hp.perTry == 0 && hp.deadline == 0 && hp.hedge.copies() == 0
 	statuses := p.RetryOn
 	if statuses == nil {
 		statuses = DefaultRetryStatuses()

@@ -54,7 +54,7 @@ func TestPolicyMarshalJSON(t *testing.T) {
 		`"perTryTimeout":"0s","deadline":"0s","maxRetryAfter":"30s","maxReplayBytes":1048576,`+
 		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
 		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false},`+
-		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s"},"fallbacks":null,` +
+		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s"},"fallbacks":null,`+
 		`"demote":{"after":5,"for":"0s","max":"0s"}}`, string(data))
 
 	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})

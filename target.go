@@ -17,6 +17,12 @@ type target struct {
 	raUntil   time.Time
 	raTooLong bool
 	tried     bool
+	// state is the origin's record in Budgets (its demotion, its learned
+	// hedge delay), set when the request reorders or learns; probe is this
+	// request's claim on the origin's probe, given back by a verdict or at
+	// the end of the request.
+	state *Budget
+	probe probe
 }
 
 // origin is "scheme://host[:port]", as events report it.

@@ -96,34 +96,60 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req.Body)
 		return nil, err
 	}
-	if maxRetries == 0 && !hasUsableFallback(req.URL, fallbacks) {
+	moves := hasUsableFallback(own, fallbacks)
+	if maxRetries == 0 && !moves {
 		return passThrough(t.base, req)
 	}
 
 	var budget *Budget
 	if !p.budget.Disabled {
 		budget = t.budgets.forKey(own.host, p.budget)
+	}
+	// With Demote, an origin that has a demotion standing sends the
+	// request to the slow path, where the candidates are reordered; any
+	// other costs one atomic load here.
+	var state *Budget
+	reorder := false
+	if moves && p.demote.after > 0 {
+		if state = budget; state == nil {
+			state = t.budgets.entry(own.host)
+		}
+		reorder = state.demotion.standing()
+	}
+	if budget != nil && !reorder {
 		budget.Record()
 	}
 	nested := fromOuterResend(req)
-	if !nested && sendsAsIs(req, p) {
+	if !nested && !reorder && sendsAsIs(req, p) {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
 		resp, err := t.base.RoundTrip(req)
 		if err == nil && resp != nil && p.answersGuarded(resp) {
+			if state != nil {
+				state.demotion.answeredAt(time.Now, resp.StatusCode == http.StatusTooManyRequests)
+			}
 			return resp, nil
 		}
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
-		c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Time{})
+		c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Time{}, true)
+		c.targets[0].tried = true
 		if resp != nil {
-			return c.loop(outcome{&c.first, resp, nil, true}) // answers said so
+			o := outcome{a: &c.first, resp: resp, failure: true} // answers said so
+			c.demoteVerdict(o)
+			return c.loop(o)
 		}
 		return c.loop(c.judge(&c.first, nil, err))
 	}
-	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now())
+	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now(), !reorder)
 	c.nested = nested
-	return c.loop(c.round(1, &c.targets[0], c.firstBody()))
+	first := &c.targets[0]
+	if reorder && first.budget != nil {
+		// Its first attempt is this origin's request (point 18).
+		first.budget.Record()
+	}
+	first.tried = true
+	return c.loop(c.round(1, first, c.firstBody()))
 }
 
 // passThrough sends req once, as it is, holding the base to the
