@@ -8,16 +8,22 @@
 // After an attempt fails, with a status in Policy.RetryOn (429, 502, 503
 // and 504 by default) or a transport error that a resend could cure, the
 // transport resends the request only when all of these hold, in this
-// order: the method is idempotent, or a POST or PATCH carries an
-// Idempotency-Key (or provably never reached the wire); the body can be
-// sent again (through GetBody, or from a record kept as it was first sent,
-// up to MaxReplayBytes); resends are left (MaxRetries); the wait, from the
-// Backoff and lengthened to the server's Retry-After, fits MaxRetryAfter,
-// the Deadline and the context; and the host's retry budget grants the
-// resend. Otherwise the caller gets the last response, its body unread, or
-// the last error, wrapped so that errors.Is finds its cause. Policy.RetryIf
-// can decide instead of RetryOn which outcomes are failures; the other
-// checks still apply.
+// order: the method is idempotent, a POST or PATCH carries an
+// Idempotency-Key, WithIdempotent marks the request, or it provably never
+// reached the wire (its dial failed); the body can be sent again (through
+// GetBody, or from a record kept as it was first sent, up to
+// MaxReplayBytes); resends are left (MaxRetries); the Backoff's wait
+// budget is not spent; the wait, from the Backoff, shortened to what is
+// left of that budget and lengthened to the server's Retry-After, fits
+// MaxRetryAfter, the Deadline and the context; and the host's retry budget
+// grants the resend. Otherwise the caller gets the last response, its body
+// unread, or the last error, wrapped so that errors.Is finds its cause.
+// Policy.RetryIf can decide instead of RetryOn which outcomes are failures;
+// the other checks still apply.
+//
+// DefaultPolicy sets no time bound, so that a long poll is never cut:
+// Policy.PerTryTimeout bounds each attempt until its response headers, and
+// Policy.Deadline the whole request, waits included.
 //
 // Fallback origins (Policy.Fallbacks, WithFallbacks) give a request other
 // origins that serve it: after a failure that may be resent, each gets one
@@ -27,10 +33,10 @@
 // The budget (BudgetConfig, Budgets) is shared by every request to a host:
 // resends, and hedged copies (Hedge), may be at most a share of the recent
 // requests, plus a small floor that the host's own requests earn back, so
-// that retries cannot multiply an outage. Observers (WithObserver,
-// WithLogger) are told of every retry, hedge, fallback and give-up, with
-// its Reason; AttemptFromContext tells a middleware inside httpretry which
-// attempt it sees.
+// that in an outage retries add that share and floor to the traffic, not a
+// multiple of it. Observers (WithObserver, WithLogger) are told of every
+// retry, hedge, fallback and give-up, with its Reason; AttemptFromContext
+// tells a middleware inside httpretry which attempt it sees.
 //
 // A request whose first attempt needs no body record, timer or trace is
 // sent as it is, and a first answer that is not retried costs no

@@ -63,7 +63,9 @@ const (
 	// ReasonBudget: the host's retry budget refused the resend.
 	ReasonBudget
 	// ReasonNotIdempotent: the method may not be resent (a POST or PATCH
-	// without an idempotency key) and the request may have reached the server.
+	// without an idempotency key, or another method that is not
+	// idempotent, and not marked by WithIdempotent) and the request may
+	// have reached the server.
 	ReasonNotIdempotent
 	// ReasonRetryAfterTooLong: the server asked for a wait longer than
 	// MaxRetryAfter.

@@ -53,10 +53,10 @@ func WithBudgets(b *Budgets) Option {
 	})
 }
 
-// WithObserver adds fn to the functions told of every retry, hedge and
-// give-up. They are called synchronously on the request's goroutine, in the
-// order given, with no lock held: they must be cheap and safe for
-// concurrent use. A nil fn is ignored.
+// WithObserver adds fn to the functions told of every retry, hedge,
+// fallback and give-up. They are called synchronously on the request's
+// goroutine, in the order given, with no lock held: they must be cheap and
+// safe for concurrent use. A nil fn is ignored.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
 		if fn != nil {
@@ -74,7 +74,9 @@ var maxRetriesUsed atomic.Bool
 
 // WithMaxRetries returns a context that makes the requests sent with it
 // allow n resends, whatever their policy's MaxRetries. n is capped at
-// MaxRetriesLimit (16); 0 or less turns retrying off for those requests.
+// MaxRetriesLimit (16); 0 or less turns retrying off for those requests,
+// but each fallback origin still gets its one attempt: to send a request
+// exactly once, take its fallbacks away too with WithFallbacks(ctx).
 func WithMaxRetries(ctx context.Context, n int) context.Context {
 	maxRetriesUsed.Store(true)
 	return context.WithValue(ctx, maxRetriesKey{}, min(max(n, 0), MaxRetriesLimit))

@@ -20,8 +20,9 @@ const MaxRetriesLimit = 16
 // Policy reads and writes JSON, RetryIf aside (see ParseConfig).
 type Policy struct {
 	// MaxRetries is the number of resends after the first attempt, at most
-	// 16. 0 turns retrying off: requests pass through untouched, with no
-	// buffering and no extra work.
+	// 16. 0 turns retrying off: with no fallback origin, requests pass
+	// through untouched, with no buffering and no extra work; each fallback
+	// origin still gets its one attempt.
 	MaxRetries int
 	// Backoff sets the wait before each resend; the zero value means
 	// DefaultBackoff.
@@ -44,12 +45,15 @@ type Policy struct {
 	// for replay as it is sent; a longer body is sent once, whole, and not
 	// resent. 0 means 1 MiB; negative means never record.
 	MaxReplayBytes int64
-	// IdempotencyHeader names the header whose non-blank value makes a POST
-	// or PATCH resendable; "" means Idempotency-Key or X-Idempotency-Key.
+	// IdempotencyHeader names the header that makes a POST or PATCH
+	// resendable when it has a non-blank value, or a nil or empty one
+	// (net/http's way to mark a request idempotent without sending the
+	// header); "" means Idempotency-Key or X-Idempotency-Key.
 	IdempotencyHeader string
 	// AutoIdempotencyKey adds a random key to POST and PATCH requests that
-	// lack one, so that they can be resent; every attempt carries the same
-	// key, and the caller's request is not modified.
+	// lack one and that WithIdempotent does not mark, so that they can be
+	// resent; every attempt carries the same key, and the caller's request
+	// is not modified.
 	AutoIdempotencyKey bool
 	// Budget sizes the per-host retry budget every resend is charged to.
 	Budget BudgetConfig
@@ -95,7 +99,9 @@ func DefaultRetryStatuses() []int {
 // DefaultPolicy is the policy New uses without WithPolicy: 3 resends,
 // DefaultBackoff, statuses 429 502 503 504, Retry-After up to 30 s, bodies
 // up to 1 MiB recorded for replay, and a budget of 20 % of the requests of
-// the last 10 s, at least 10.
+// the last 10 s, and beyond that share up to 10 from a floor credit that
+// the requests earn back (see BudgetConfig). It sets no time bound
+// (PerTryTimeout, Deadline), so that a long poll is never cut.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries:     defaultMaxRetries,
