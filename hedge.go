@@ -88,63 +88,6 @@ func (c *call) replayable() bool {
 	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil || c.body != nil && c.body.limit > 0
 }
 
-// round sends attempt n to tg and, while it goes without response
-// headers for Hedge.After, copies of it, each routed, admitted and charged
-// like a resend. The first outcome that is not a failure wins and the other
-// attempts are canceled, their responses discarded, before round returns:
-// no attempt outlives it but the winner. If every attempt fails, round
-// returns the failure to judge: a response rather than an error, and of
-// two responses the one whose Retry-After asks more, since the loop must
-// honour the strongest instruction the upstream gave.
-func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
-	if !c.hedged {
-		a, r := c.newAttempt(n, tg, body)
-		c.sent = n
-		resp, err := c.do(a, r)
-		return c.judge(a, resp, err)
-	}
-	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
-	h.launch(n, tg, body)
-	var after time.Duration
-	after, h.hedging = c.hedgeAfter(tg)
-	var fire <-chan time.Time // nil, never ready, when no copy goes
-	timer := time.NewTimer(after)
-	defer timer.Stop()
-	if h.hedging {
-		fire = timer.C
-	}
-	// A callback that panics (RetryIf, an observer) leaves no attempt of
-	// the round in flight.
-	defer func() {
-		if v := recover(); v != nil {
-			h.cancelLosers(nil)
-			panic(v)
-		}
-	}()
-	for h.pending > 0 {
-		select {
-		case o := <-h.outcomes:
-			if w, won := h.settle(o); won {
-				return w
-			}
-		case <-fire:
-			// An outcome that came with the timer wins over a copy.
-			select {
-			case o := <-h.outcomes:
-				if w, won := h.settle(o); won {
-					return w
-				}
-				continue
-			default:
-			}
-			if h.hedging && h.hedge(after) {
-				timer.Reset(after)
-			}
-		}
-	}
-	return h.kept
-}
-
 // hedgedRound is one attempt and its hedged copies in flight.
 type hedgedRound struct {
 	c        *call
