@@ -20,8 +20,6 @@ type call struct {
 	ring    int            // where the next resend goes round targets
 	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
 	first   attempt        // attempt 1, held here to save it an allocation
-	// reserved is the budget charge of the latest attempt taken.
-	reserved reservation
 
 	sent           int           // attempts sent, hedged copies included
 	drawn          int           // attempts drawn on the pool of maxRetries
@@ -125,3 +123,41 @@ func (c *call) firstBody() io.ReadCloser {
 	}
 	return c.req.Body
 }
+
+// nextBody returns the body of a resend after the failed outcome o. A
+// recorded body that a discarded attempt's transport is still uploading
+// is taken from it first (see replayBody.revoke); since that upload may
+// have gone past the limit, o's response is read into memory beforehand,
+// so that it can still be returned whole.
+func (c *call) nextBody(o *outcome) (io.ReadCloser, Reason) {
+	if c.body != nil && c.body.replayable() && c.body.busy() {
+		if o.resp != nil && !keep(o.resp) {
+			o.resp, o.err = nil, errBodyGone
+		}
+		c.body.revoke()
+	}
+	return c.copyBody()
+}
+
+// copyBody returns a body for another attempt, hedged copies included.
+func (c *call) copyBody() (io.ReadCloser, Reason) {
+	r := c.req
+	switch {
+	case c.body != nil:
+		if rr := c.body.reader(); rr != nil {
+			return rr, 0
+		}
+		return nil, ReasonBodyNotReplayable
+	case r.Body == nil || r.Body == http.NoBody:
+		return r.Body, 0
+	}
+	b, err := r.GetBody()
+	if err != nil {
+		return nil, ReasonBodyNotReplayable
+	}
+	if b == nil {
+		b = http.NoBody
+	}
+	return b, 0
+}
+

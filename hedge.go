@@ -173,9 +173,11 @@ func (h *hedgedRound) hedge(after time.Duration) bool {
 		reason, capped = ReasonBudget, false
 	}
 	if reason == 0 {
-		if tg, reason = c.routeCopy(now); reason != 0 {
+		var s plan
+		if s, _, reason = c.pay(now, 0, true); reason == 0 {
+			tg = &c.targets[s.to]
+		} else {
 			closeBody(body)
-			tg = h.last
 			if capped {
 				h.origin.budget.untakeCopyAt(now)
 			}

@@ -41,37 +41,89 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 		now := c.clock(o.resp)
 		o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
-		reason := c.verdict(o)
+		reason := c.refusal(o)
 		var body io.ReadCloser
 		if reason == 0 {
 			body, reason = c.nextBody(&o)
 		}
 		var (
-			tg   *target
-			wait time.Duration
-			kind EventKind
+			p   plan
+			res reservation
 		)
 		if reason == 0 {
-			if tg, wait, kind, reason = c.route(now, drainBound(o.resp)); reason != 0 {
+			if p, res, reason = c.pay(now, drainBound(o.resp), false); reason != 0 {
 				closeBody(body)
 			}
 		}
 		if reason != 0 {
 			return c.giveUp(o, reason)
 		}
-		if c.observed(kind) {
-			c.emit(Event{Kind: kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
+		tg := &c.targets[p.to]
+		if c.observed(p.kind) {
+			c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
 		}
 		st := status(o.resp)
-		c.discard(o)
+		c.drop(o)
 		o.resp = nil
-		if reason, err := c.sleep(wait); err != nil {
-			c.reserved.refund()
+		if reason, err := c.sleep(p.wait); err != nil {
+			res.refund()
 			closeBody(body)
 			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
 			return nil, err
 		}
 		o = c.round(c.sent+1, tg, body)
+	}
+}
+
+// pay pays for the plan next decides at now, and commits it: a
+// candidate's first attempt counts as a request in its origin's budget; a
+// resend or a copy is reserved on it, and when that budget refuses, next
+// decides again without that candidate. The reservation is the loop's to
+// give back (refund) if the attempt is never sent.
+func (c *call) pay(now time.Time, drain time.Duration, hedge bool) (plan, reservation, Reason) {
+	var refused []bool // made on the first refusal: rare, and candidates few
+	for {
+		s, reason := c.next(now, drain, hedge, refused)
+		if reason != 0 {
+			return s, reservation{}, reason
+		}
+		var res reservation
+		switch b := c.targets[s.to].budget; {
+		case b == nil:
+		case s.kind == EventFallback:
+			b.Record()
+		default:
+			var ok bool
+			if res, ok = b.reserveAt(now); !ok {
+				if refused == nil {
+					refused = make([]bool, len(c.targets))
+				}
+				refused[s.to] = true
+				continue
+			}
+		}
+		c.commit(s)
+		return s, res, 0
+	}
+}
+
+// commit applies a paid plan to the call: its candidate has had an
+// attempt; a resend or a copy draws on the pool and spends its wait from
+// the wait budget, and one to a candidate already tried moves the ring on
+// past it.
+func (c *call) commit(s plan) {
+	tg := &c.targets[s.to]
+	again := tg.tried
+	tg.tried = true
+	if s.kind == EventFallback {
+		return
+	}
+	c.drawn++
+	if c.waitLeft >= 0 {
+		c.waitLeft = max(c.waitLeft-s.wait, 0)
+	}
+	if again {
+		c.ring = s.to + 1
 	}
 }
 
@@ -119,10 +171,10 @@ func (c *call) sleep(d time.Duration) (Reason, error) {
 	return 0, nil
 }
 
-// discard drops a failed outcome's response. With fallbacks, a short one
+// drop lets go of a failed outcome's response. With fallbacks, a short one
 // is kept in memory first: an answer beats an error, so a request that
 // ends on a transport error returns the latest answer any origin gave.
-func (c *call) discard(o outcome) {
+func (c *call) drop(o outcome) {
 	if o.resp != nil && len(c.targets) > 1 && keep(o.resp) {
 		o.a.end()
 		c.answer = o.resp
