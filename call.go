@@ -160,4 +160,3 @@ func (c *call) copyBody() (io.ReadCloser, Reason) {
 	}
 	return b, 0
 }
-

@@ -153,4 +153,3 @@ func (c *call) setStates() {
 		}
 	}
 }
-
