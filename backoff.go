@@ -33,9 +33,18 @@ type Backoff struct {
 	budget time.Duration
 }
 
-// DefaultBackoff is full jitter over an exponential ceiling from 100 ms to
-// 2 s, with a 30 s wait budget. A zero Backoff in a Policy means this one.
-var DefaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
+// defaultBackoff is what the zero Backoff, and DefaultPolicy, mean: full
+// jitter over an exponential ceiling from 100 ms to 2 s, with a 30 s wait
+// budget. It is unexported so that no assignment can change what every
+// Backoff{} does at run time.
+var defaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
+
+// DefaultBackoff is the backoff of DefaultPolicy, and what the zero
+// Backoff in a Policy means: full jitter over an exponential ceiling from
+// 100 ms to 2 s, with a 30 s wait budget. It is a copy, kept for the code
+// that names it: assigning it changes nothing, neither DefaultPolicy nor
+// the zero Backoff.
+var DefaultBackoff = defaultBackoff
 
 // NoBackoff resends at once. It never waits, so it has no wait budget.
 func NoBackoff() Backoff { return Backoff{kind: kindNone} }
@@ -119,10 +128,10 @@ func (b Backoff) waitBudget() time.Duration {
 	return b.budget
 }
 
-// resolve turns the zero Backoff into DefaultBackoff.
+// resolve turns the zero Backoff into the default one.
 func (b Backoff) resolve() Backoff {
 	if b.kind == kindDefault {
-		return DefaultBackoff
+		return defaultBackoff
 	}
 	return b
 }

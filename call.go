@@ -49,8 +49,8 @@ func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 	if c.p.retryIf != nil {
 		defer a.releaseOnPanic(resp)
 	}
-	o := outcome{a, resp, err, c.failed(resp, err)}
-	c.demoteVerdict(o)
+	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
+	c.tellOrigin(o)
 	return o
 }
 
@@ -75,7 +75,7 @@ func (a *attempt) releaseOnPanic(resp *http.Response) {
 // timer: whether it left is told by its error (see neverSent).
 func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	return p.untimed &&
-		(r.Body == nil || r.Body == http.NoBody || r.GetBody != nil) &&
+		(!hasBody(r) || r.GetBody != nil) &&
 		(p.autoKeyHeader == "" || resendable(r, p.idemHeaders))
 }
 
@@ -95,7 +95,7 @@ func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fall
 		c.header.Set(p.autoKeyHeader, newIdempotencyKey())
 		c.resendable = true
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+	if hasBody(r) && r.GetBody == nil {
 		limit := p.maxReplay
 		if !c.resendable {
 			// It may be resent only if it never left: count, don't keep.
@@ -148,7 +148,7 @@ func (c *call) copyBody() (io.ReadCloser, Reason) {
 			return rr, 0
 		}
 		return nil, ReasonBodyNotReplayable
-	case r.Body == nil || r.Body == http.NoBody:
+	case !hasBody(r):
 		return r.Body, 0
 	}
 	b, err := r.GetBody()
@@ -160,3 +160,7 @@ func (c *call) copyBody() (io.ReadCloser, Reason) {
 	}
 	return b, 0
 }
+
+// hasBody reports whether r has a body to send: neither nil nor
+// http.NoBody.
+func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBody }

@@ -3,7 +3,6 @@ package httpretry
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 )
 
@@ -85,7 +84,7 @@ func (c *call) hedges() bool {
 // replayable reports whether every further attempt can have its own body.
 func (c *call) replayable() bool {
 	r := c.req
-	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil || c.body != nil && c.body.limit > 0
+	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.limit > 0
 }
 
 // hedgedRound is one attempt and its hedged copies in flight.
@@ -116,11 +115,11 @@ func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	}()
 }
 
-// settle judges one outcome; it reports whether that outcome won, in
+// receive judges one outcome; it reports whether that outcome won, in
 // which case the other attempts are over.
-func (h *hedgedRound) settle(o outcome) (outcome, bool) {
+func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 	h.pending--
-	o.a.settled = true
+	o.a.received = true
 	o = h.c.judge(o.a, o.resp, o.err)
 	h.learn(o)
 	if !o.failure {
@@ -231,7 +230,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 	// The round's first attempt, overtaken by a copy, is a censored
 	// sample: its time was at least its age. Without it the estimate
 	// would learn only from fast winners, and copy too often.
-	if first, q := h.inflight[0], h.c.p.hedge.Quantile; q > 0 && winner != nil && winner != first && !first.settled {
+	if first, q := h.inflight[0], h.c.p.hedge.Quantile; q > 0 && winner != nil && winner != first && !first.received {
 		first.tg.state.learned().record(time.Since(first.start), q)
 	}
 	for _, a := range h.inflight {

@@ -269,14 +269,14 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	for h.pending > 0 {
 		select {
 		case o := <-h.outcomes:
-			if w, won := h.settle(o); won {
+			if w, won := h.receive(o); won {
 				return w
 			}
 		case <-fire:
 			// An outcome that came with the timer wins over a copy.
 			select {
 			case o := <-h.outcomes:
-				if w, won := h.settle(o); won {
+				if w, won := h.receive(o); won {
 					return w
 				}
 				continue

@@ -136,7 +136,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.targets[0].tried = true
 		if resp != nil {
 			o := outcome{a: &c.first, resp: resp, failure: true} // answers said so
-			c.demoteVerdict(o)
+			c.tellOrigin(o)
 			return c.loop(o)
 		}
 		return c.loop(c.judge(&c.first, nil, err))
