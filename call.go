@@ -50,7 +50,9 @@ func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 		defer a.releaseOnPanic(resp)
 	}
 	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
-	c.tellOrigin(o)
+	if c.demoting {
+		c.tellOrigin(o)
+	}
 	return o
 }
 

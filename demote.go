@@ -325,7 +325,7 @@ func demoteLast[T any](s []T, last func(*T) bool) {
 // origin already demoted demoted until then (at most MaxRetryAfter).
 func (c *call) tellOrigin(o outcome) {
 	tg := o.a.tg
-	if !c.demoting || tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
+	if tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
 		return
 	}
 	s, p := &tg.state.demotion, tg.probe
