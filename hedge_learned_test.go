@@ -280,18 +280,18 @@ func TestLearnedHedgeRecords(t *testing.T) {
 			cancelAt: ms(50), err: context.Canceled,
 		},
 		{
-			// The copy's outcome comes back first: the round must not take
-			// the first attempt for one a copy overtook.
-			name:     "not: attempts the caller ended, the copy back first",
-			after:    ms(20),
-			script:   map[int]reply{1: {after: time.Hour, linger: ms(1)}, 2: {after: time.Hour}},
-			cancelAt: ms(50), err: context.Canceled,
-		},
-		{
 			// A base that answers though the caller has gone: the answer
 			// is returned, and says nothing of the origin.
 			name:     "not: an answer after the caller's cancel",
 			script:   map[int]reply{1: {after: time.Hour, linger: ms(1), late: true}},
+			cancelAt: ms(50), status: 200,
+		},
+		{
+			// The copy's late answer wins the round, but the first attempt
+			// was ended by the caller, not overtaken: no censored sample.
+			name:     "not: the first attempt the caller ended, a copy answering after",
+			after:    ms(20),
+			script:   map[int]reply{1: {after: time.Hour, linger: ms(5)}, 2: {after: time.Hour, linger: ms(1), late: true}},
 			cancelAt: ms(50), status: 200,
 		},
 		{
