@@ -88,6 +88,8 @@ func jsonPolicies() map[string]Policy {
 		"no backoff": {MaxRetries: 1, Backoff: NoBackoff(), RetryOn: []int{}, Fallbacks: []string{}},
 		"wait budget": {MaxRetries: 2, Backoff: Fixed(time.Second).WithWaitBudget(3 * time.Second),
 			Budget: BudgetConfig{Window: maxDuration}, Hedge: Hedge{After: 1}},
+		"learned hedge": {MaxRetries: 3, Backoff: DefaultBackoff,
+			Hedge: Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.999, MinAfter: 1500 * time.Microsecond}},
 	}
 }
 
@@ -216,4 +218,39 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 	assert.Equal(t, Hedge{After: time.Second}, h, "a field left out is DefaultPolicy's, whatever h held")
 	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "2s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
 	assert.Equal(t, Hedge{After: time.Second}, h, "unchanged on error")
+}
+
+// The four fields of Hedge in JSON: written and read back exactly, a
+// field left out of a host's "hedge" taken from the default's, and a bad
+// value reported under its JSON path.
+func TestLearnedHedgeJSON(t *testing.T) {
+	h := Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.95, MinAfter: 2 * time.Millisecond}
+	data, err := json.Marshal(h)
+	require.NoError(t, err)
+	assert.Equal(t, `{"after":"50ms","max":1,"quantile":0.95,"minAfter":"2ms"}`, string(data))
+	var got Hedge
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, h, got)
+	require.NoError(t, json.Unmarshal([]byte(`{"quantile": 0.99}`), &got))
+	assert.Equal(t, Hedge{Quantile: 0.99}, got, "a field left out is DefaultPolicy's")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"quantile": "p95", "minAfter": 2}`), &got),
+		`httpretry: hedge: quantile: "p95": want a number; minAfter: 2: want a duration such as "250ms"`)
+
+	cfg, err := ParseConfig([]byte(`{
+		"default": {"hedge": {"quantile": 0.95, "minAfter": "2ms", "after": "50ms"}},
+		"hosts": {
+			"api.example.com": {"hedge": {"max": 2}},
+			"b.example": {"hedge": {"quantile": 0.99, "after": "0s"}}
+		}
+	}`))
+	require.NoError(t, err)
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Quantile: 0.95, MinAfter: 2 * time.Millisecond}, cfg.Default.Hedge)
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Max: 2, Quantile: 0.95, MinAfter: 2 * time.Millisecond},
+		cfg.Hosts["api.example.com"].Hedge, "the default's hedge, max aside")
+	assert.Equal(t, Hedge{Quantile: 0.99, MinAfter: 2 * time.Millisecond}, cfg.Hosts["b.example"].Hedge)
+
+	_, err = ParseConfig([]byte(`{"default": {"hedge": {"minAfter": "2ms"}}, "hosts": {"a": {"hedge": {"quantile": 1}}}}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: config: default.hedge.minAfter: 2ms needs Hedge.Quantile; `+
+		`hosts["a"].hedge.quantile: 1 is outside [0.5, 0.999]`, err.Error())
 }

@@ -166,6 +166,46 @@ func TestPolicyProblems(t *testing.T) {
 	assert.Empty(t, DefaultPolicy().problems())
 }
 
+// Hedge.Quantile is 0 or in [0.5, 0.999]; MinAfter is not negative and
+// comes only with Quantile; Max needs After or Quantile.
+func TestHedgeLearnedProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hedge Hedge
+		want  []problem
+	}{
+		{"fixed", Hedge{After: time.Millisecond}, nil},
+		{"quantile at the bottom", Hedge{Quantile: 0.5}, nil},
+		{"quantile at the top", Hedge{Quantile: 0.999}, nil},
+		{"every field", Hedge{After: time.Second, Max: 2, Quantile: 0.95, MinAfter: 5 * time.Millisecond}, nil},
+		{"Max with Quantile alone", Hedge{Max: 2, Quantile: 0.95}, nil},
+		{"Max alone", Hedge{Max: 2}, []problem{{"Hedge.Max", "2 needs Hedge.After or Hedge.Quantile"}}},
+		{"quantile below", Hedge{Quantile: 0.4}, []problem{{"Hedge.Quantile", "0.4 is outside [0.5, 0.999]"}}},
+		{"quantile 1", Hedge{Quantile: 1}, []problem{{"Hedge.Quantile", "1 is outside [0.5, 0.999]"}}},
+		{"quantile above the top", Hedge{Quantile: 0.9995}, []problem{{"Hedge.Quantile", "0.9995 is outside [0.5, 0.999]"}}},
+		{"quantile negative", Hedge{Quantile: -0.95}, []problem{{"Hedge.Quantile", "-0.95 is outside [0.5, 0.999]"}}},
+		{"quantile NaN", Hedge{Quantile: math.NaN()}, []problem{{"Hedge.Quantile", "NaN is outside [0.5, 0.999]"}}},
+		{"quantile +Inf", Hedge{Quantile: math.Inf(1)}, []problem{{"Hedge.Quantile", "+Inf is outside [0.5, 0.999]"}}},
+		{"quantile -Inf", Hedge{Quantile: math.Inf(-1)}, []problem{{"Hedge.Quantile", "-Inf is outside [0.5, 0.999]"}}},
+		{"MinAfter negative", Hedge{Quantile: 0.95, MinAfter: -1}, []problem{{"Hedge.MinAfter", "-1ns is negative"}}},
+		{"MinAfter without Quantile", Hedge{After: time.Second, MinAfter: time.Millisecond},
+			[]problem{{"Hedge.MinAfter", "1ms needs Hedge.Quantile"}}},
+		{"MinAfter negative without Quantile", Hedge{MinAfter: -time.Millisecond},
+			[]problem{{"Hedge.MinAfter", "-1ms is negative"}, {"Hedge.MinAfter", "-1ms needs Hedge.Quantile"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultPolicy()
+			p.Hedge = tc.hedge
+			assert.Equal(t, tc.want, p.problems())
+			if tc.want == nil {
+				assert.NoError(t, p.Validate())
+			} else {
+				assert.ErrorIs(t, p.Validate(), ErrInvalidPolicy)
+			}
+		})
+	}
+}
+
 type policyTestTransport struct{}
 
 func (policyTestTransport) RoundTrip(*http.Request) (*http.Response, error) {
