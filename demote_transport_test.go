@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,12 +23,21 @@ import (
 // virtual instants and nothing sleeps.
 
 // origins is a fake base whose hosts answer by their current mode (200 by
-// default) and that logs every attempt's host in order.
+// default) and that logs every attempt's host in order, with the request
+// it belongs to.
 type origins struct {
 	mu    sync.Mutex
 	modes map[string]mode
-	log   []string
+	log   []sent
+	ids   int
 }
+
+// sent is an attempt's host and the id of its request (see send).
+type sent struct {
+	host, id string
+}
+
+const requestIDHeader = "X-Test-Request"
 
 // mode is how a host answers an attempt.
 type mode func(r *http.Request) (*http.Response, error)
@@ -42,7 +53,7 @@ func (o *origins) set(host string, m mode) {
 
 func (o *origins) RoundTrip(r *http.Request) (*http.Response, error) {
 	o.mu.Lock()
-	o.log = append(o.log, r.URL.Host)
+	o.log = append(o.log, sent{r.URL.Host, r.Header.Get(requestIDHeader)})
 	m := o.modes[r.URL.Host]
 	o.mu.Unlock()
 	if r.Body != nil {
@@ -59,8 +70,8 @@ func (o *origins) calls(host string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
-	for _, h := range o.log {
-		if h == host {
+	for _, e := range o.log {
+		if e.host == host {
 			n++
 		}
 	}
@@ -69,24 +80,19 @@ func (o *origins) calls(host string) int {
 
 // send makes one request to url with ctx and returns the hosts its
 // attempts went to, in order, and the status it got (0: an error).
-// Requests sent this way must not overlap.
 func (o *origins) send(t *testing.T, rt http.RoundTripper, ctx context.Context, method, url string) ([]string, int) {
 	t.Helper()
 	o.mu.Lock()
-	from := len(o.log)
+	o.ids++
+	id := fmt.Sprint(o.ids)
 	o.mu.Unlock()
-	var body *strings.Reader
+	var body io.Reader
 	if method == http.MethodPost {
 		body = strings.NewReader("payload")
 	}
-	var req *http.Request
-	var err error
-	if body != nil {
-		req, err = http.NewRequestWithContext(ctx, method, url, body)
-	} else {
-		req, err = http.NewRequestWithContext(ctx, method, url, nil)
-	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	require.NoError(t, err)
+	req.Header.Set(requestIDHeader, id)
 	resp, err := rt.RoundTrip(req)
 	code := 0
 	if err == nil {
@@ -95,7 +101,13 @@ func (o *origins) send(t *testing.T, rt http.RoundTripper, ctx context.Context, 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]string(nil), o.log[from:]...), code
+	var hosts []string
+	for _, e := range o.log {
+		if e.id == id {
+			hosts = append(hosts, e.host)
+		}
+	}
+	return hosts, code
 }
 
 // get sends a GET to a.test, the primary, with the context's fallbacks or
@@ -411,5 +423,318 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 		time.Sleep(time.Hour)
 		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 		demoted(1, time.Second)
+	})
+}
+
+// demoteOrigins demotes each of hosts in turn, After failures each, by
+// requests to the host itself with one healthy fallback, z.test, and
+// leaves every host failing.
+func demoteOrigins(t *testing.T, o *origins, rt http.RoundTripper, after int, hosts ...string) {
+	t.Helper()
+	for _, h := range hosts {
+		o.set(h, respond(http.StatusServiceUnavailable))
+		for range after {
+			got, code := o.send(t, rt, WithFallbacks(context.Background(), "http://z.test"), http.MethodGet, "http://"+h+"/items")
+			require.Equal(t, http.StatusOK, code)
+			require.Equal(t, []string{h, "z.test"}, got, "%s is not demoted yet", h)
+		}
+	}
+}
+
+// The partition: demoted candidates go last, each group in configured
+// order whatever the order they were demoted in; none is removed, so with
+// every candidate failing a request makes exactly candidates + MaxRetries
+// calls, its resends going round the candidates in the order the
+// partition gave them.
+func TestDemotePartition(t *testing.T) {
+	for _, tc := range []struct {
+		demote []string // in this order
+		order  []string // a request's first attempts
+	}{
+		{nil, []string{"a.test", "b.test", "c.test", "d.test"}},
+		{[]string{"b.test"}, []string{"a.test", "c.test", "d.test", "b.test"}},
+		{[]string{"d.test", "b.test"}, []string{"a.test", "c.test", "b.test", "d.test"}},
+		{[]string{"a.test"}, []string{"b.test", "c.test", "d.test", "a.test"}},
+		{[]string{"c.test", "a.test"}, []string{"b.test", "d.test", "a.test", "c.test"}},
+		{[]string{"d.test", "b.test", "a.test"}, []string{"c.test", "a.test", "b.test", "d.test"}},
+		{[]string{"d.test", "c.test", "b.test", "a.test"}, []string{"a.test", "b.test", "c.test", "d.test"}},
+	} {
+		for _, retries := range []int{0, 2} {
+			t.Run(fmt.Sprintf("demoted %v, MaxRetries %d", tc.demote, retries), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					o := newOrigins()
+					p := demotePolicy(Demote{After: 2})
+					p.MaxRetries = retries
+					p.Fallbacks = append(p.Fallbacks, "http://d.test")
+					var rec recorder
+					rt := New(o, WithPolicy(p), WithObserver(rec.observe))
+					demoteOrigins(t, o, rt, 2, tc.demote...)
+					require.Len(t, ofKind(rec.all(), EventDemote), len(tc.demote))
+					for _, h := range []string{"a.test", "b.test", "c.test", "d.test"} {
+						o.set(h, refuse)
+					}
+
+					want := append([]string(nil), tc.order...)
+					want = append(want, tc.order[:retries]...)
+					got, code := o.send(t, rt, context.Background(), http.MethodGet, "http://a.test/items")
+					assert.Zero(t, code)
+					assert.Equal(t, want, got)
+				})
+			})
+		}
+	}
+}
+
+// With every candidate down for a long stretch, demotions come and go,
+// and every request still makes exactly candidates + MaxRetries calls,
+// each candidate's first attempt before any resend.
+func TestDemoteAllDown(t *testing.T) {
+	for _, retries := range []int{0, 2} {
+		t.Run(fmt.Sprintf("MaxRetries %d", retries), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newOrigins()
+				for _, h := range []string{"a.test", "b.test", "c.test"} {
+					o.set(h, refuse)
+				}
+				p := demotePolicy(Demote{After: 2, For: 100 * time.Millisecond, Max: 400 * time.Millisecond})
+				p.MaxRetries = retries
+				var rec recorder
+				rt := New(o, WithPolicy(p), WithObserver(rec.observe))
+				for i := range 200 {
+					got := o.get(t, rt)
+					require.Len(t, got, 3+retries, "request %d", i)
+					assert.ElementsMatch(t, []string{"a.test", "b.test", "c.test"}, got[:3], "request %d", i)
+					time.Sleep(10 * time.Millisecond)
+				}
+				assert.NotEmpty(t, ofKind(rec.all(), EventDemote), "demotions came and went")
+			})
+		})
+	}
+}
+
+// Demote{} keeps point 13's fixed order, however often the primary fails.
+func TestDemoteZeroKeepsTheConfiguredOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		o.set("a.test", refuse)
+		o.set("b.test", respond(http.StatusServiceUnavailable))
+		var rec recorder
+		rt := New(o, WithPolicy(demotePolicy(Demote{})), WithObserver(rec.observe))
+		for range 50 {
+			assert.Equal(t, []string{"a.test", "b.test", "c.test"}, o.get(t, rt))
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.Empty(t, ofKind(rec.all(), EventDemote))
+		assert.Len(t, ofKind(rec.all(), EventFallback), 100)
+	})
+}
+
+// demoteOnce demotes the primary with one failure (After 1) and waits
+// until its demotion has just expired.
+func demoteOnce(t *testing.T, o *origins, rt http.RoundTripper, rec *recorder) {
+	t.Helper()
+	o.set("a.test", respond(http.StatusServiceUnavailable))
+	require.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+	es := ofKind(rec.all(), EventDemote)
+	require.Len(t, es, 1)
+	time.Sleep(es[0].Delay)
+}
+
+// After the demotion, one request probes the primary in its configured
+// place: an answer restores it, a failure demotes it again for longer.
+func TestDemoteProbe(t *testing.T) {
+	t.Run("answered", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			o := newOrigins()
+			var rec recorder
+			rt := New(o, WithPolicy(demotePolicy(Demote{After: 1})), WithObserver(rec.observe))
+			demoteOnce(t, o, rt, &rec)
+			o.set("a.test", respond(http.StatusOK))
+			assert.Equal(t, []string{"a.test"}, o.get(t, rt), "the probe")
+			restores := ofKind(rec.all(), EventRestore)
+			require.Len(t, restores, 1)
+			assert.Equal(t, "http://a.test", restores[0].Origin)
+			assert.Equal(t, http.StatusOK, restores[0].Status)
+			assert.Equal(t, 1, restores[0].Attempt)
+			assert.Equal(t, "http://a.test/items", restores[0].Request.URL.String())
+			assert.Equal(t, []string{"a.test"}, o.get(t, rt), "first again")
+			assert.Equal(t, []EventKind{EventDemote, EventFallback, EventRestore}, rec.kinds())
+		})
+	})
+	t.Run("failed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			o := newOrigins()
+			var rec recorder
+			budgets := NewBudgets()
+			rt := New(o, WithPolicy(demotePolicy(Demote{After: 3, For: time.Second})), WithBudgets(budgets), WithObserver(rec.observe))
+			o.set("a.test", respond(http.StatusServiceUnavailable))
+			for range 3 {
+				require.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+			}
+			first := ofKind(rec.all(), EventDemote)
+			require.Len(t, first, 1)
+			time.Sleep(first[0].Delay)
+
+			assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "one failed probe is enough, not After")
+			again := ofKind(rec.all(), EventDemote)
+			require.Len(t, again, 2)
+			assert.Equal(t, "http://a.test", again[1].Origin)
+			assert.Equal(t, http.StatusServiceUnavailable, again[1].Status)
+			between(t, 2*time.Second, again[1].Delay, "the second in a row")
+			assert.Equal(t, int64(2), budgets.entry("a.test").demotion.streak.Load())
+			assert.Equal(t, []string{"b.test"}, o.get(t, rt), "demoted again")
+			assert.Empty(t, ofKind(rec.all(), EventRestore))
+		})
+	})
+}
+
+// Under 200 concurrent requests after the demotion, exactly one probes
+// the primary, and the others put it last while the probe is in flight.
+func TestDemoteOneProbeInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answer  int
+		restore bool
+	}{
+		{"the probe answers", http.StatusOK, true},
+		{"the probe fails", http.StatusServiceUnavailable, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newOrigins()
+				var rec recorder
+				rt := New(o, WithPolicy(demotePolicy(Demote{After: 1})), WithObserver(rec.observe))
+				demoteOnce(t, o, rt, &rec)
+				release := make(chan struct{})
+				o.set("a.test", func(r *http.Request) (*http.Response, error) {
+					<-release
+					return respond(tc.answer)(r)
+				})
+
+				const requests = 200
+				var wg sync.WaitGroup
+				for range requests {
+					wg.Go(func() {
+						req, _ := http.NewRequest(http.MethodGet, "http://a.test/items", nil)
+						resp, err := rt.RoundTrip(req)
+						if assert.NoError(t, err) {
+							assert.Equal(t, http.StatusOK, resp.StatusCode)
+							resp.Body.Close()
+						}
+					})
+				}
+				synctest.Wait() // every request is done but the probe
+				// Beside the request that demoted it, which went to both.
+				assert.Equal(t, 1+1, o.calls("a.test"), "one probe")
+				assert.Equal(t, 1+requests-1, o.calls("b.test"), "the others went to the fallback first")
+				close(release)
+				wg.Wait()
+
+				kinds := rec.kinds()
+				if tc.restore {
+					assert.Equal(t, []EventKind{EventDemote, EventFallback, EventRestore}, kinds)
+					assert.Equal(t, []string{"a.test"}, o.get(t, rt))
+				} else {
+					assert.Equal(t, []EventKind{EventDemote, EventFallback, EventDemote, EventFallback}, kinds)
+					assert.Equal(t, []string{"b.test"}, o.get(t, rt))
+				}
+			})
+		})
+	}
+}
+
+// A probe whose request ends with no verdict on the primary gives back its
+// claim, and the next request probes.
+func TestDemoteProbeReleased(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Policy)
+		hangs bool // else it answers 429
+		ctx   func() (context.Context, context.CancelFunc)
+		hosts []string
+	}{
+		{"the caller cancels", nil, true, func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, cancel)
+			return ctx, cancel
+		}, []string{"a.test"}},
+		{"the caller's deadline", nil, true, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Second)
+		}, []string{"a.test"}},
+		{"the policy's Deadline", func(p *Policy) { p.Deadline = time.Second }, true, nil, []string{"a.test"}},
+		{"a hedged copy elsewhere won", func(p *Policy) { p.MaxRetries, p.Hedge = 1, Hedge{After: 100 * time.Millisecond} }, true, nil,
+			[]string{"a.test", "b.test"}},
+		{"429", nil, false, nil, []string{"a.test", "b.test"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newOrigins()
+				p := demotePolicy(Demote{After: 1})
+				if tc.edit != nil {
+					tc.edit(&p)
+				}
+				var rec recorder
+				rt := New(o, WithPolicy(p), WithObserver(rec.observe))
+				demoteOnce(t, o, rt, &rec)
+				if tc.hangs {
+					o.set("a.test", hang)
+				} else {
+					o.set("a.test", respond(http.StatusTooManyRequests))
+				}
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if tc.ctx != nil {
+					ctx, cancel = tc.ctx()
+				}
+				defer cancel()
+
+				var probe []string
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					probe, _ = o.send(t, rt, ctx, http.MethodGet, "http://a.test/items")
+				}()
+				synctest.Wait()
+				if tc.hangs {
+					// The probe hangs until its end: meanwhile its claim
+					// holds.
+					assert.Equal(t, []string{"b.test"}, o.get(t, rt), "while the probe is in flight")
+				}
+				<-done
+				assert.Equal(t, tc.hosts, probe)
+				assert.Len(t, ofKind(rec.all(), EventDemote), 1, "no verdict")
+
+				o.set("a.test", respond(http.StatusOK))
+				assert.Equal(t, []string{"a.test"}, o.get(t, rt), "the next request probes")
+				assert.Len(t, ofKind(rec.all(), EventRestore), 1)
+			})
+		})
+	}
+}
+
+// A request that may not move on, a POST without a key, never probes: it
+// goes to the fallback first, and leaves the probe to the next request
+// that may.
+func TestDemoteUnkeyedPostNeverProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		var rec recorder
+		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1})), WithObserver(rec.observe))
+		demoteOnce(t, o, rt, &rec)
+		o.set("a.test", respond(http.StatusOK))
+		for range 3 {
+			hosts, code := o.send(t, rt, context.Background(), http.MethodPost, "http://a.test/items")
+			assert.Equal(t, []string{"b.test"}, hosts)
+			assert.Equal(t, http.StatusOK, code)
+		}
+		o.set("b.test", respond(http.StatusServiceUnavailable))
+		hosts, code := o.send(t, rt, context.Background(), http.MethodPost, "http://a.test/items")
+		assert.Equal(t, []string{"b.test"}, hosts, "it reached the fallback: not sent again, not even to the primary")
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Empty(t, ofKind(rec.all(), EventRestore))
+
+		hosts, code = o.send(t, rt, WithIdempotent(context.Background()), http.MethodPost, "http://a.test/items")
+		assert.Equal(t, []string{"a.test"}, hosts, "a POST that may be resent probes")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Len(t, ofKind(rec.all(), EventRestore), 1)
 	})
 }
