@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -220,6 +221,29 @@ func TestDemoteAfterConsecutiveFailures(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Over loopback: once the refusing primary is demoted, requests dial the
+// fallback only, and reach it with its own URL and Host.
+func TestDemoteOverLoopback(t *testing.T) {
+	standby := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		io.WriteString(w, r.Host+r.URL.RequestURI())
+	})
+	primary := refusedAddr(t)
+	base := newDialLog()
+	defer base.CloseIdleConnections()
+	p := fastPolicy(0)
+	p.Fallbacks = []string{standby.URL}
+	p.Demote = Demote{After: 2, For: time.Hour} // no expiry however slow the machine
+	rt := New(base, WithPolicy(p))
+	for range 5 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+primary+"/items?q=1", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, hostOf(standby.URL)+"/items?q=1", readAll(t, resp))
+	}
+	s := hostOf(standby.URL)
+	assert.Equal(t, []string{primary, s, primary, s, s, s, s}, base.dialed())
 }
 
 // What counts toward a demotion and what does not. With After 2, the
@@ -736,5 +760,137 @@ func TestDemoteUnkeyedPostNeverProbes(t *testing.T) {
 		assert.Equal(t, []string{"a.test"}, hosts, "a POST that may be resent probes")
 		assert.Equal(t, http.StatusOK, code)
 		assert.Len(t, ofKind(rec.all(), EventRestore), 1)
+	})
+}
+
+// Retry-After across requests: a demoted origin whose answer asks for
+// longer than its demotion has left stays demoted until then, at most
+// MaxRetryAfter, without counting a failure. An undemoted origin's
+// Retry-After demotes nothing.
+func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		answer        mode
+		maxRetryAfter time.Duration
+		held          time.Duration // DemotedFor just after the answer; 0: the demotion's own
+	}{
+		{"503 asks for 5s", statusRetryAfter(http.StatusServiceUnavailable, "5"), 0, 5 * time.Second},
+		{"429 asks for 5s", statusRetryAfter(http.StatusTooManyRequests, "5"), 0, 5 * time.Second},
+		{"an HTTP-date 7s ahead", func(r *http.Request) (*http.Response, error) {
+			return statusRetryAfter(http.StatusServiceUnavailable, time.Now().Add(7*time.Second).UTC().Format(http.TimeFormat))(r)
+		}, 0, 7 * time.Second},
+		{"capped at MaxRetryAfter", statusRetryAfter(http.StatusServiceUnavailable, "60"), 3 * time.Second, 3 * time.Second},
+		{"shorter than what is left", statusRetryAfter(http.StatusServiceUnavailable, "0"), 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newOrigins()
+				p := demotePolicy(Demote{After: 3, For: time.Second})
+				p.Fallbacks = p.Fallbacks[:1]
+				if tc.maxRetryAfter > 0 {
+					p.MaxRetryAfter = tc.maxRetryAfter
+				}
+				var rec recorder
+				budgets := NewBudgets()
+				rt := New(o, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe))
+				a := budgets.entry("a.test")
+				o.set("a.test", respond(http.StatusServiceUnavailable))
+				for range 3 {
+					require.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+				}
+				demotion := a.Stats().DemotedFor
+				require.NotZero(t, demotion)
+
+				// The fallback fails, and the demoted primary, last, answers.
+				o.set("b.test", respond(http.StatusServiceUnavailable))
+				o.set("a.test", tc.answer)
+				assert.Equal(t, []string{"b.test", "a.test"}, o.get(t, rt))
+				o.set("b.test", respond(http.StatusOK))
+				o.set("a.test", respond(http.StatusOK))
+				held := tc.held
+				if held == 0 {
+					held = demotion
+				}
+				assert.Equal(t, held, a.Stats().DemotedFor)
+				assert.Len(t, ofKind(rec.all(), EventDemote), 1, "no failure counted, no new demotion")
+				assert.Empty(t, ofKind(rec.all(), EventRestore))
+
+				time.Sleep(held - 1)
+				assert.Equal(t, []string{"b.test"}, o.get(t, rt), "still demoted")
+				time.Sleep(1)
+				assert.Equal(t, []string{"a.test"}, o.get(t, rt), "the probe")
+				assert.Len(t, ofKind(rec.all(), EventRestore), 1)
+			})
+		})
+	}
+
+	t.Run("a failed probe", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			o := newOrigins()
+			var rec recorder
+			budgets := NewBudgets()
+			rt := New(o, WithPolicy(demotePolicy(Demote{After: 1})), WithBudgets(budgets), WithObserver(rec.observe))
+			demoteOnce(t, o, rt, &rec)
+			o.set("a.test", statusRetryAfter(http.StatusServiceUnavailable, "60"))
+			assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+			require.Len(t, ofKind(rec.all(), EventDemote), 2, "demoted again")
+			assert.Equal(t, 30*time.Second, budgets.entry("a.test").Stats().DemotedFor, "and held for MaxRetryAfter")
+		})
+	})
+
+	t.Run("undemoted", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			o := newOrigins()
+			var rec recorder
+			rt := New(o, WithPolicy(demotePolicy(Demote{After: 3})), WithObserver(rec.observe))
+			o.set("a.test", statusRetryAfter(http.StatusTooManyRequests, "5"))
+			for range 5 {
+				assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+			}
+			assert.Empty(t, ofKind(rec.all(), EventDemote))
+		})
+	})
+}
+
+// BudgetStats.DemotedFor and Budgets.String show how long a demotion has
+// left, and the state is the shared Budgets', so that another transport
+// with the same Budgets puts the origin last too.
+func TestDemoteShownInBudgets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		o.set("a.test", refuse)
+		p := demotePolicy(Demote{After: 1, For: 10 * time.Second})
+		p.Budget = DefaultPolicy().Budget
+		budgets := NewBudgets()
+		var rec recorder
+		rt := New(o, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe))
+		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+		es := ofKind(rec.all(), EventDemote)
+		require.Len(t, es, 1)
+		d := es[0].Delay
+
+		demotedFor := func(host string) string {
+			t.Helper()
+			var m map[string]struct {
+				DemotedFor string `json:"demotedFor"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(budgets.String()), &m))
+			return m[host].DemotedFor
+		}
+		a := budgets.For("a.test", p.Budget)
+		assert.Equal(t, d, a.Stats().DemotedFor)
+		assert.Equal(t, d.String(), demotedFor("a.test"))
+		assert.Contains(t, budgets.String(), `"demotedFor":"`+d.String()+`"`)
+		assert.Equal(t, "0s", demotedFor("b.test"))
+
+		other := New(o, WithPolicy(p), WithBudgets(budgets))
+		assert.Equal(t, []string{"b.test"}, o.get(t, other), "another transport, the same Budgets")
+
+		time.Sleep(3 * time.Second)
+		assert.Equal(t, d-3*time.Second, a.Stats().DemotedFor)
+		assert.Equal(t, (d - 3*time.Second).String(), demotedFor("a.test"))
+		time.Sleep(d)
+		assert.Zero(t, a.Stats().DemotedFor, "expired")
+		assert.Equal(t, "0s", demotedFor("a.test"))
 	})
 }
