@@ -111,8 +111,7 @@ func (o *origins) send(t *testing.T, rt http.RoundTripper, ctx context.Context, 
 	return hosts, code
 }
 
-// get sends a GET to a.test, the primary, with the context's fallbacks or
-// the policy's.
+// get sends a GET to a.test, the primary, with the policy's fallbacks.
 func (o *origins) get(t *testing.T, rt http.RoundTripper) []string {
 	t.Helper()
 	hosts, _ := o.send(t, rt, context.Background(), http.MethodGet, "http://a.test/items")
@@ -126,8 +125,8 @@ func respond(code int) mode {
 	}
 }
 
-// statusRetryAfter answers with code and a Retry-After of ra.
-func statusRetryAfter(code int, ra string) mode {
+// respondRetryAfter answers with code and a Retry-After of ra.
+func respondRetryAfter(code int, ra string) mode {
 	return func(r *http.Request) (*http.Response, error) {
 		return fakeResponse(r, code, http.Header{"Retry-After": {ra}}, "later"), nil
 	}
@@ -142,7 +141,7 @@ func hang(r *http.Request) (*http.Response, error) {
 }
 
 // demotePolicy has no resend, no wait and no budget, the three origins
-// a.test (the primary), b.test and c.test, and d.
+// a.test (the primary), b.test and c.test, and d as its Demote.
 func demotePolicy(d Demote) Policy {
 	p := fastPolicy(0)
 	p.Fallbacks = []string{"http://b.test", "http://c.test"}
@@ -274,7 +273,7 @@ func TestDemoteWhatCounts(t *testing.T) {
 		{"404", nil, respond(http.StatusNotFound), nil, resets, []string{"a.test"}},
 		{"500, not in RetryOn", nil, respond(http.StatusInternalServerError), nil, resets, []string{"a.test"}},
 		{"429", nil, respond(http.StatusTooManyRequests), nil, resets, []string{"a.test", "b.test"}},
-		{"429 with Retry-After", nil, statusRetryAfter(http.StatusTooManyRequests, "1"), nil, resets, []string{"a.test", "b.test"}},
+		{"429 with Retry-After", nil, respondRetryAfter(http.StatusTooManyRequests, "1"), nil, resets, []string{"a.test", "b.test"}},
 		{"the caller cancels", nil, hang, func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(time.Second, cancel)
@@ -416,10 +415,10 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 		d := demoted(1, time.Second)
 		for n, ceiling := range []time.Duration{2, 3, 3, 3, 3} {
-			time.Sleep(d - 1)
+			time.Sleep(d - time.Nanosecond)
 			assert.Equal(t, []string{"b.test"}, o.get(t, rt), "demoted until its last nanosecond")
-			assert.Equal(t, time.Duration(1), a.Stats().DemotedFor)
-			time.Sleep(1)
+			assert.Equal(t, time.Nanosecond, a.Stats().DemotedFor)
+			time.Sleep(time.Nanosecond)
 			assert.Zero(t, a.Stats().DemotedFor)
 			assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "expired: the probe fails")
 			d = demoted(int64(n+2), ceiling*time.Second)
@@ -434,7 +433,7 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 			o.set("a.test", respond(http.StatusServiceUnavailable))
 		}
 		restore()
-		time.Sleep(5*time.Second - 1) // 4 whole For
+		time.Sleep(5*time.Second - time.Nanosecond) // 4 whole For
 		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 		d = demoted(1+6-4, 3*time.Second)
 
@@ -534,6 +533,25 @@ func TestDemoteAllDown(t *testing.T) {
 			})
 		})
 	}
+}
+
+// With every candidate demoted the configured order stays, and an answer
+// from any of them restores it at once, with no probe.
+func TestDemoteAllDemotedAnswerRestores(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		var rec recorder
+		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Minute})), WithObserver(rec.observe))
+		demoteOrigins(t, o, rt, 1, "c.test", "a.test", "b.test")
+		require.Len(t, ofKind(rec.all(), EventDemote), 3)
+
+		o.set("b.test", respond(http.StatusOK))
+		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "the configured order")
+		restores := ofKind(rec.all(), EventRestore)
+		require.Len(t, restores, 1)
+		assert.Equal(t, "http://b.test", restores[0].Origin)
+		assert.Equal(t, []string{"b.test"}, o.get(t, rt), "b alone undemoted: first")
+	})
 }
 
 // Demote{} keeps point 13's fixed order, however often the primary fails.
@@ -774,13 +792,13 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 		maxRetryAfter time.Duration
 		held          time.Duration // DemotedFor just after the answer; 0: the demotion's own
 	}{
-		{"503 asks for 5s", statusRetryAfter(http.StatusServiceUnavailable, "5"), 0, 5 * time.Second},
-		{"429 asks for 5s", statusRetryAfter(http.StatusTooManyRequests, "5"), 0, 5 * time.Second},
+		{"503 asks for 5s", respondRetryAfter(http.StatusServiceUnavailable, "5"), 0, 5 * time.Second},
+		{"429 asks for 5s", respondRetryAfter(http.StatusTooManyRequests, "5"), 0, 5 * time.Second},
 		{"an HTTP-date 7s ahead", func(r *http.Request) (*http.Response, error) {
-			return statusRetryAfter(http.StatusServiceUnavailable, time.Now().Add(7*time.Second).UTC().Format(http.TimeFormat))(r)
+			return respondRetryAfter(http.StatusServiceUnavailable, time.Now().Add(7*time.Second).UTC().Format(http.TimeFormat))(r)
 		}, 0, 7 * time.Second},
-		{"capped at MaxRetryAfter", statusRetryAfter(http.StatusServiceUnavailable, "60"), 3 * time.Second, 3 * time.Second},
-		{"shorter than what is left", statusRetryAfter(http.StatusServiceUnavailable, "0"), 0, 0},
+		{"capped at MaxRetryAfter", respondRetryAfter(http.StatusServiceUnavailable, "60"), 3 * time.Second, 3 * time.Second},
+		{"shorter than what is left", respondRetryAfter(http.StatusServiceUnavailable, "0"), 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -815,9 +833,9 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 				assert.Len(t, ofKind(rec.all(), EventDemote), 1, "no failure counted, no new demotion")
 				assert.Empty(t, ofKind(rec.all(), EventRestore))
 
-				time.Sleep(held - 1)
+				time.Sleep(held - time.Nanosecond)
 				assert.Equal(t, []string{"b.test"}, o.get(t, rt), "still demoted")
-				time.Sleep(1)
+				time.Sleep(time.Nanosecond)
 				assert.Equal(t, []string{"a.test"}, o.get(t, rt), "the probe")
 				assert.Len(t, ofKind(rec.all(), EventRestore), 1)
 			})
@@ -831,7 +849,7 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 			budgets := NewBudgets()
 			rt := New(o, WithPolicy(demotePolicy(Demote{After: 1})), WithBudgets(budgets), WithObserver(rec.observe))
 			demoteOnce(t, o, rt, &rec)
-			o.set("a.test", statusRetryAfter(http.StatusServiceUnavailable, "60"))
+			o.set("a.test", respondRetryAfter(http.StatusServiceUnavailable, "60"))
 			assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 			require.Len(t, ofKind(rec.all(), EventDemote), 2, "demoted again")
 			assert.Equal(t, 30*time.Second, budgets.entry("a.test").Stats().DemotedFor, "and held for MaxRetryAfter")
@@ -843,7 +861,7 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 			o := newOrigins()
 			var rec recorder
 			rt := New(o, WithPolicy(demotePolicy(Demote{After: 3})), WithObserver(rec.observe))
-			o.set("a.test", statusRetryAfter(http.StatusTooManyRequests, "5"))
+			o.set("a.test", respondRetryAfter(http.StatusTooManyRequests, "5"))
 			for range 5 {
 				assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 			}
@@ -893,4 +911,65 @@ func TestDemoteShownInBudgets(t *testing.T) {
 		assert.Zero(t, a.Stats().DemotedFor, "expired")
 		assert.Equal(t, "0s", demotedFor("a.test"))
 	})
+}
+
+// A callback that panics during the probe's first round (RetryIf judging
+// its answer, an observer told of a hedged copy) must not leave the claim
+// taken: the origin would stay last for good, never probed again.
+func TestDemoteProbeReleasedOnPanic(t *testing.T) {
+	t.Skip("defect: RoundTrip claims probes in newCall but releases them only in loop's defer, so a panic in the first round leaks the claim (transport.go)")
+	for _, tc := range []struct {
+		name string
+		edit func(p *Policy, panics *bool)
+		obs  func(panics *bool) func(Event)
+	}{
+		{"RetryIf", func(p *Policy, panics *bool) {
+			p.RetryIf = func(resp *http.Response, err error) bool {
+				if *panics {
+					panic("RetryIf")
+				}
+				return err != nil || resp.StatusCode == http.StatusServiceUnavailable
+			}
+		}, nil},
+		{"an observer of EventHedge", func(p *Policy, _ *bool) {
+			p.MaxRetries, p.Hedge = 1, Hedge{After: 100 * time.Millisecond}
+		}, func(panics *bool) func(Event) {
+			return func(e Event) {
+				if *panics && e.Kind == EventHedge {
+					panic("observer")
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newOrigins()
+				var rec recorder
+				panics := false
+				p := demotePolicy(Demote{After: 1})
+				tc.edit(&p, &panics)
+				opts := []Option{WithPolicy(p), WithObserver(rec.observe)}
+				if tc.obs != nil {
+					opts = append(opts, WithObserver(tc.obs(&panics)))
+				}
+				rt := New(o, opts...)
+				demoteOnce(t, o, rt, &rec)
+				o.set("a.test", func(r *http.Request) (*http.Response, error) {
+					if tc.obs != nil {
+						return hang(r)
+					}
+					return respond(http.StatusOK)(r)
+				})
+				panics = true
+				func() {
+					defer func() { require.NotNil(t, recover()) }()
+					o.get(t, rt)
+				}()
+				panics = false
+				o.set("a.test", respond(http.StatusOK))
+				time.Sleep(time.Hour)
+				assert.Equal(t, []string{"a.test"}, o.get(t, rt), "the next request probes")
+			})
+		})
+	}
 }
