@@ -20,9 +20,6 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 	if c.body != nil {
 		defer c.body.finish()
 	}
-	if c.demoting {
-		defer c.releaseProbes()
-	}
 	// An observer that panics leaves the outcome it was told of released.
 	defer func() {
 		if v := recover(); v != nil {
