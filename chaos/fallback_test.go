@@ -345,6 +345,10 @@ func TestFallbackUnderNetworkFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := chaosPolicy()
+			// These cases assert point 13's candidate order under a
+			// primary that keeps failing: no demotion (point 18, in
+			// demote_test.go) may reorder it.
+			p.Demote = httpretry.Demote{}
 			p.Budget.Disabled = tc.noBudget
 			p.PerTryTimeout = cmp.Or(tc.perTry, generousPerTry)
 			r := newFallbackRig(t, p)
