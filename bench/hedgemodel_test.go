@@ -64,12 +64,7 @@ func TestRunHedgeCounts(t *testing.T) {
 	for _, c := range HedgeContenders() {
 		for _, sc := range HedgeScenarios() {
 			t.Run(c.Name+"/"+sc.Name, func(t *testing.T) {
-				phases, err := RunHedge(cfg, sc, c)
-				if c.Skip != "" {
-					assert.EqualError(t, err, c.Skip)
-					t.Skip(c.Skip)
-				}
-				require.NoError(t, err)
+				phases := RunHedge(cfg, sc, c)
 				require.Len(t, phases, len(sc.Phases))
 				for i, ph := range phases {
 					assert.Equal(t, sc.Phases[i].Name, ph.Model.Name)
