@@ -134,9 +134,10 @@ func (b *ModelBase) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // uniforms returns two numbers in [0, 1) drawn from seed and n by
 // splitmix64, so that attempt n of a run meets the same latency whatever
-// the contender.
+// the contender. Attempt n takes the stream's draws 2n+1 and 2n+2, so no
+// two attempts share a draw.
 func uniforms(seed, n uint64) (float64, float64) {
-	x := seed + n*0x9e3779b97f4a7c15
+	x := seed + 2*n*0x9e3779b97f4a7c15
 	next := func() float64 {
 		x += 0x9e3779b97f4a7c15
 		z := x
