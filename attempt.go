@@ -19,14 +19,14 @@ type attempt struct {
 	fired      atomic.Bool        // the attempt's timer ended it before headers
 	byDeadline bool               // the timer was the policy's Deadline
 	// Under a learned hedge delay: when the attempt was handed to the
-	// base, how long it took to come back, and whether its round settled
-	// it (see hedgedRound.learn).
-	start   time.Time
-	took    time.Duration
-	settled bool
-	traced  bool        // getConn and gotConn are tracked
-	getConn atomic.Bool // the transport began to look for a connection
-	gotConn atomic.Bool // and found one
+	// base, how long it took to come back, and whether its round received
+	// its outcome (see hedgedRound.learn).
+	start    time.Time
+	took     time.Duration
+	received bool
+	traced   bool        // getConn and gotConn are tracked
+	getConn  atomic.Bool // the transport began to look for a connection
+	gotConn  atomic.Bool // and found one
 	// ctx is the attempt's own context, which tells AttemptFromContext
 	// its number; it lives inside the attempt so that it costs no
 	// allocation of its own.

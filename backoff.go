@@ -33,9 +33,18 @@ type Backoff struct {
 	budget time.Duration
 }
 
-// DefaultBackoff is full jitter over an exponential ceiling from 100 ms to
-// 2 s, with a 30 s wait budget. A zero Backoff in a Policy means this one.
-var DefaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
+// defaultBackoff is what the zero Backoff, and DefaultPolicy, mean: full
+// jitter over an exponential ceiling from 100 ms to 2 s, with a 30 s wait
+// budget. It is unexported so that no assignment can change what every
+// Backoff{} does at run time.
+var defaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
+
+// DefaultBackoff is the backoff of DefaultPolicy, and what the zero
+// Backoff in a Policy means: full jitter over an exponential ceiling from
+// 100 ms to 2 s, with a 30 s wait budget. It is a copy, kept for the code
+// that names it: assigning it changes nothing, neither DefaultPolicy nor
+// the zero Backoff.
+var DefaultBackoff = defaultBackoff
 
 // NoBackoff resends at once. It never waits, so it has no wait budget.
 func NoBackoff() Backoff { return Backoff{kind: kindNone} }
@@ -119,10 +128,10 @@ func (b Backoff) waitBudget() time.Duration {
 	return b.budget
 }
 
-// resolve turns the zero Backoff into DefaultBackoff.
+// resolve turns the zero Backoff into the default one.
 func (b Backoff) resolve() Backoff {
 	if b.kind == kindDefault {
-		return DefaultBackoff
+		return defaultBackoff
 	}
 	return b
 }
@@ -292,4 +301,32 @@ func parseDurations(name, args string, n int) ([]time.Duration, error) {
 		ds[i] = d
 	}
 	return ds, nil
+}
+
+// retryAfterWait is the wait before resend n when the server's Retry-After
+// ra is longer than the backoff's own wait. A backoff that jitters draws
+// it uniformly from [ra, ra+spread], spread = max(Ceiling(n), ra/10), so
+// that a crowd told the same Retry-After does not come back in the same
+// instant; the spread is cut so that the wait stays below room, the time
+// left before the deadline. Deterministic backoffs wait exactly ra. It is
+// never below ra: never earlier than the server asked. r is as for Delay.
+func (b Backoff) retryAfterWait(n int, ra, room time.Duration, r *rand.Rand) time.Duration {
+	if b.resolve().kind != kindExponentialJitter {
+		return ra
+	}
+	spread := max(b.Ceiling(n), ra/10)
+	if room <= ra {
+		return ra
+	}
+	spread = min(spread, room-ra-1)
+	if spread <= 0 {
+		return ra
+	}
+	if spread == maxDuration {
+		spread-- // spread+1 below must not overflow
+	}
+	if r == nil {
+		return ra + time.Duration(rand.Int64N(int64(spread)+1))
+	}
+	return ra + time.Duration(r.Int64N(int64(spread)+1))
 }

@@ -317,3 +317,14 @@ func TestBackoffWaitBudget(t *testing.T) {
 		})
 	}
 }
+
+// Assigning DefaultBackoff, a copy kept for the code that names it, changes
+// neither DefaultPolicy nor what the zero Backoff means (issue 15).
+func TestAssigningDefaultBackoffChangesNothing(t *testing.T) {
+	saved := DefaultBackoff
+	t.Cleanup(func() { DefaultBackoff = saved })
+	DefaultBackoff = Fixed(time.Hour)
+	assert.Equal(t, ExponentialJitter(100*time.Millisecond, 2*time.Second), DefaultPolicy().Backoff)
+	assert.Equal(t, 2*time.Second, Backoff{}.Ceiling(10))
+	assert.Equal(t, "exponentialJitter(100ms, 2s)", Backoff{}.String())
+}

@@ -1,9 +1,6 @@
 package httpretry
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -23,8 +20,6 @@ type call struct {
 	ring    int            // where the next resend goes round targets
 	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
 	first   attempt        // attempt 1, held here to save it an allocation
-	// reserved is the budget charge of the latest attempt taken.
-	reserved reservation
 
 	sent           int           // attempts sent, hedged copies included
 	drawn          int           // attempts drawn on the pool of maxRetries
@@ -54,8 +49,10 @@ func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 	if c.p.retryIf != nil {
 		defer a.releaseOnPanic(resp)
 	}
-	o := outcome{a, resp, err, c.failed(resp, err)}
-	c.demoteVerdict(o)
+	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
+	if c.demoting {
+		c.tellOrigin(o)
+	}
 	return o
 }
 
@@ -80,7 +77,7 @@ func (a *attempt) releaseOnPanic(resp *http.Response) {
 // timer: whether it left is told by its error (see neverSent).
 func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	return p.untimed &&
-		(r.Body == nil || r.Body == http.NoBody || r.GetBody != nil) &&
+		(!hasBody(r) || r.GetBody != nil) &&
 		(p.autoKeyHeader == "" || resendable(r, p.idemHeaders))
 }
 
@@ -100,7 +97,7 @@ func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fall
 		c.header.Set(p.autoKeyHeader, newIdempotencyKey())
 		c.resendable = true
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+	if hasBody(r) && r.GetBody == nil {
 		limit := p.maxReplay
 		if !c.resendable {
 			// It may be resent only if it never left: count, don't keep.
@@ -129,168 +126,43 @@ func (c *call) firstBody() io.ReadCloser {
 	return c.req.Body
 }
 
-// loop judges each outcome and resends while the checks allow it.
-func (c *call) loop(o outcome) (*http.Response, error) {
-	if c.body != nil {
-		defer c.body.finish()
+// nextBody returns the body of a resend after the failed outcome o. A
+// recorded body that a discarded attempt's transport is still uploading
+// is taken from it first (see replayBody.revoke); since that upload may
+// have gone past the limit, o's response is read into memory beforehand,
+// so that it can still be returned whole.
+func (c *call) nextBody(o *outcome) (io.ReadCloser, Reason) {
+	if c.body != nil && c.body.replayable() && c.body.busy() {
+		if o.resp != nil && !keep(o.resp) {
+			o.resp, o.err = nil, errBodyGone
+		}
+		c.body.revoke()
 	}
-	if c.demoting {
-		defer c.releaseProbes()
-	}
-	// An observer that panics leaves the outcome it was told of released.
-	defer func() {
-		if v := recover(); v != nil {
-			if o.a != nil {
-				o.a.discard(o.resp)
-			}
-			panic(v)
-		}
-	}()
-	for {
-		if !o.failure {
-			if o.err != nil {
-				return nil, fmt.Errorf("httpretry: %w", o.err)
-			}
-			return o.a.deliver(o.resp), nil
-		}
-		now := c.clock(o.resp)
-		o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
-		reason := c.verdict(o)
-		var body io.ReadCloser
-		if reason == 0 {
-			body, reason = c.nextBody(&o)
-		}
-		var (
-			tg   *target
-			wait time.Duration
-			kind EventKind
-		)
-		if reason == 0 {
-			if tg, wait, kind, reason = c.route(now, drainBound(o.resp)); reason != 0 {
-				closeBody(body)
-			}
-		}
-		if reason != 0 {
-			return c.giveUp(o, reason)
-		}
-		if c.observed(kind) {
-			c.emit(Event{Kind: kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: wait}, tg)
-		}
-		st := status(o.resp)
-		c.discard(o)
-		o.resp = nil
-		if reason, err := c.sleep(wait); err != nil {
-			c.reserved.refund()
-			closeBody(body)
-			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
-			return nil, err
-		}
-		o = c.round(c.sent+1, tg, body)
-	}
+	return c.copyBody()
 }
 
-// clock is the instant the decisions after a failure with resp are taken
-// at, or the zero time when none of them depends on it: no Retry-After,
-// deadline or budget. On a virtual machine's clock (kvm-clock) a read
-// costs about 50 ns, an eighth of what a resend adds to its two calls.
-func (c *call) clock(resp *http.Response) time.Time {
-	if !c.deadline.IsZero() || resp != nil && resp.Header["Retry-After"] != nil {
-		return time.Now()
-	}
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.budget != nil || !tg.raUntil.IsZero() {
-			return time.Now()
+// copyBody returns a body for another attempt, hedged copies included.
+func (c *call) copyBody() (io.ReadCloser, Reason) {
+	r := c.req
+	switch {
+	case c.body != nil:
+		if rr := c.body.reader(); rr != nil {
+			return rr, 0
 		}
+		return nil, ReasonBodyNotReplayable
+	case !hasBody(r):
+		return r.Body, 0
 	}
-	return time.Time{}
+	b, err := r.GetBody()
+	if err != nil {
+		return nil, ReasonBodyNotReplayable
+	}
+	if b == nil {
+		b = http.NoBody
+	}
+	return b, 0
 }
 
-// sleep waits d before the next attempt. It fails at once if the wait
-// would cross the deadline, the time taken since the wait was decided
-// (draining, observers) included, and early if the context ends first.
-func (c *call) sleep(d time.Duration) (Reason, error) {
-	if !c.deadline.IsZero() && !time.Now().Add(d).Before(c.deadline) {
-		return ReasonDeadline, fmt.Errorf("httpretry: %s after %d attempt(s): the wait of %v would cross it: %w",
-			ReasonDeadline, c.sent, d, context.DeadlineExceeded)
-	}
-	ctx := c.req.Context()
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return 0, nil
-		case <-ctx.Done():
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		reason := ReasonCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = ReasonDeadline
-		}
-		return reason, fmt.Errorf("httpretry: context ended while waiting to resend: %w", err)
-	}
-	return 0, nil
-}
-
-// discard drops a failed outcome's response. With fallbacks, a short one
-// is kept in memory first: an answer beats an error, so a request that
-// ends on a transport error returns the latest answer any origin gave.
-func (c *call) discard(o outcome) {
-	if o.resp != nil && len(c.targets) > 1 && keep(o.resp) {
-		o.a.end()
-		c.answer = o.resp
-		return
-	}
-	o.a.discard(o.resp)
-}
-
-// giveUp ends the loop on a failed outcome that is not resent: the caller
-// gets its response, body intact, or the latest answer kept, or its error.
-func (c *call) giveUp(o outcome, reason Reason) (*http.Response, error) {
-	c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Reason: reason}, o.a.tg)
-	if o.resp != nil {
-		return o.a.deliver(o.resp), nil
-	}
-	o.a.end()
-	if c.answer != nil && c.req.Context().Err() == nil {
-		return c.answer, nil // a caller who gave up gets its context's error
-	}
-	return nil, c.giveUpError(reason, o.err)
-}
-
-func (c *call) giveUpError(reason Reason, err error) error {
-	if ctxErr := c.req.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", reason, c.sent, err, ctxErr)
-	}
-	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", reason, c.sent, err)
-}
-
-// observed reports whether anyone is told of events, so that a resend
-// need not build one for nobody.
-func (c *call) observed(kind EventKind) bool {
-	return len(c.t.observers) > 0 && c.t.observers.want(c.req.Context(), kind)
-}
-
-// emit tells the observers of e, which concerns an attempt to tg.
-func (c *call) emit(e Event, tg *target) {
-	if !c.observed(e.Kind) {
-		return
-	}
-	e.Request = c.req
-	e.Origin = tg.origin()
-	c.t.observers.emit(e)
-}
-
-func status(resp *http.Response) int {
-	if resp == nil {
-		return 0
-	}
-	return resp.StatusCode
-}
-
-func closeBody(b io.ReadCloser) {
-	if b != nil {
-		b.Close()
-	}
-}
+// hasBody reports whether r has a body to send: neither nil nor
+// http.NoBody.
+func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBody }

@@ -3,20 +3,15 @@ package httpretry
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 )
 
-// The attempt loop decides, then acts. After a failed attempt it asks the
-// questions of the package documentation in their order: is the outcome a
-// failure worth another attempt (failed), is a resend safe (verdict), can
-// the body be had again (nextBody), which origin (route: see fallback.go),
-// may a resend go to that origin now and after how long (admit), and does
-// the origin's budget grant it (take). Only nextBody, take and route,
-// through take, act: the first fetches a body, take charges the budget and
-// spends the wait budget; the others are functions of the call's state and
-// an instant.
+// The decisions of the attempt loop, each a function of the call's state
+// and an instant, with no side effect: is an outcome a failure worth
+// another attempt (failed), may it be resent at all (refusal), and what
+// comes next: which candidate, after how long, announced how (next, which
+// asks admit of each candidate). loop.go acts on what they decide.
 
 // answers reports whether resp, which came without an error, is an answer
 // to return rather than a failure to retry.
@@ -48,8 +43,9 @@ func (c *call) failed(resp *http.Response, err error) bool {
 	return c.p.retryIf(nil, err)
 }
 
-// verdict judges a failed outcome: the reason it may not be resent, or 0.
-func (c *call) verdict(o outcome) Reason {
+// refusal judges a failed outcome: the reason it may not be resent at
+// all, or 0.
+func (c *call) refusal(o outcome) Reason {
 	if o.err != nil {
 		if ctxErr := c.req.Context().Err(); ctxErr != nil {
 			if errors.Is(ctxErr, context.DeadlineExceeded) {
@@ -73,54 +69,86 @@ func (c *call) verdict(o outcome) Reason {
 	return 0
 }
 
-// nextBody returns the body of a resend after the failed outcome o. A
-// recorded body that a discarded attempt's transport is still uploading
-// is taken from it first (see replayBody.revoke); since that upload may
-// have gone past the limit, o's response is read into memory beforehand,
-// so that it can still be returned whole.
-func (c *call) nextBody(o *outcome) (io.ReadCloser, Reason) {
-	if c.body != nil && c.body.replayable() && c.body.busy() {
-		if o.resp != nil && !keep(o.resp) {
-			o.resp, o.err = nil, errBodyGone
-		}
-		c.body.revoke()
-	}
-	return c.copyBody()
+// plan is what the loop does after a failed outcome, as next decides it:
+// the attempt it sends, to which candidate, after how long, and how that
+// attempt is announced and paid for. An EventFallback plan is a
+// candidate's first attempt: a request in that origin's budget, with no
+// draw on MaxRetries and no wait. An EventRetry plan (a resend) or an
+// EventHedge plan (a copy) draws on the one pool of MaxRetries and is
+// reserved on the budget of the origin it goes to.
+type plan struct {
+	to   int // index in c.targets
+	wait time.Duration
+	kind EventKind
 }
 
-// copyBody returns a body for another attempt, hedged copies included.
-func (c *call) copyBody() (io.ReadCloser, Reason) {
-	r := c.req
-	switch {
-	case c.body != nil:
-		if rr := c.body.reader(); rr != nil {
-			return rr, 0
+// next decides, at now, the attempt after a failed outcome (hedge: a
+// copy of an attempt still in flight, which never waits): the first
+// candidate not yet tried, or a resend round the candidates from where
+// the last one went, passing over a candidate that cannot take it (its
+// Retry-After, the deadline, or its budget, which refused is the set of
+// candidates whose budget said no to this very attempt). When none can,
+// the reason is the first one's in ring order; the pool and the wait
+// budget are the request's and end it at once. drain is how long
+// discarding the failed response may still take. next changes nothing: the
+// loop pays for the plan, then commits it.
+func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bool) (plan, Reason) {
+	kind := EventRetry
+	if hedge {
+		kind, drain = EventHedge, 0
+	}
+	for k := range c.targets {
+		tg := &c.targets[k]
+		if tg.tried {
+			continue
 		}
-		return nil, ReasonBodyNotReplayable
-	case r.Body == nil || r.Body == http.NoBody:
-		return r.Body, 0
+		switch {
+		case hedge:
+			// A copy to a new candidate is still drawn on the pool.
+			if refused != nil && refused[k] {
+				return plan{}, ReasonBudget
+			}
+			if _, reason := c.admit(tg, now, 0, true); reason != 0 {
+				return plan{}, reason
+			}
+			return plan{to: k, kind: kind}, 0
+		case !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline):
+			return plan{}, ReasonDeadline
+		}
+		return plan{to: k, kind: EventFallback}, 0
 	}
-	b, err := r.GetBody()
-	if err != nil {
-		return nil, ReasonBodyNotReplayable
+	var first Reason
+	for i := range c.targets {
+		k := (c.ring + i) % len(c.targets)
+		var wait time.Duration
+		reason := ReasonBudget
+		if refused == nil || !refused[k] {
+			wait, reason = c.admit(&c.targets[k], now, drain, hedge)
+		}
+		switch reason {
+		case 0:
+			return plan{to: k, wait: wait, kind: kind}, 0
+		case ReasonExhausted, ReasonWaitBudget:
+			return plan{}, reason // the request's, not a candidate's
+		}
+		if first == 0 {
+			first = reason
+		}
 	}
-	if b == nil {
-		b = http.NoBody
-	}
-	return b, 0
+	return plan{}, first
 }
 
 // admit decides whether one more attempt drawn on the pool of MaxRetries
 // may go to tg at now, and after how long: the backoff's wait, shortened
 // to the wait budget left, lengthened to what tg's Retry-After still asks.
 // drain is how long discarding the failed response may still take; a
-// hedged copy (copy) does not wait. The wait, and the drain before it,
+// hedged copy (hedge) does not wait. The wait, and the drain before it,
 // must end before the deadline.
-func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) (time.Duration, Reason) {
+func (c *call) admit(tg *target, now time.Time, drain time.Duration, hedge bool) (time.Duration, Reason) {
 	if c.drawn >= c.maxRetries {
 		return 0, ReasonExhausted
 	}
-	if !copy && c.waitLeft == 0 {
+	if !hedge && c.waitLeft == 0 {
 		// Spent: resending at once would hammer an origin that failed.
 		return 0, ReasonWaitBudget
 	}
@@ -132,12 +160,12 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) 
 		room = c.deadline.Sub(now) - drain
 	}
 	var wait time.Duration
-	if copy && tg.raUntil.After(now) {
+	if hedge && tg.raUntil.After(now) {
 		// A copy cannot wait: any Retry-After still running is too long
 		// for it.
 		return 0, ReasonRetryAfterTooLong
 	}
-	if !copy {
+	if !hedge {
 		n := c.drawn + 1
 		wait = c.p.backoff.Delay(n, c.rng)
 		if c.waitLeft >= 0 {
@@ -154,31 +182,4 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, copy bool) 
 		return 0, ReasonDeadline
 	}
 	return wait, 0
-}
-
-// grant admits one attempt to tg at now (see admit) and takes it.
-func (c *call) grant(tg *target, now time.Time, drain time.Duration, copy bool) (time.Duration, Reason) {
-	wait, reason := c.admit(tg, now, drain, copy)
-	if reason == 0 {
-		reason = c.take(tg, now, wait)
-	}
-	return wait, reason
-}
-
-// take charges an admitted attempt to tg's budget at now, keeping the
-// reservation in case the attempt is never sent, and spends its wait from
-// the wait budget; it reports ReasonBudget if the budget refuses.
-func (c *call) take(tg *target, now time.Time, wait time.Duration) Reason {
-	c.reserved = reservation{}
-	if tg.budget != nil {
-		var ok bool
-		if c.reserved, ok = tg.budget.reserveAt(now); !ok {
-			return ReasonBudget
-		}
-	}
-	c.drawn++
-	if c.waitLeft >= 0 {
-		c.waitLeft = max(c.waitLeft-wait, 0)
-	}
-	return 0
 }

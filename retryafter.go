@@ -1,7 +1,6 @@
 package httpretry
 
 import (
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -61,32 +60,4 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		}
 	}
 	return longest, found
-}
-
-// retryAfterWait is the wait before resend n when the server's Retry-After
-// ra is longer than the backoff's own wait. A backoff that jitters draws
-// it uniformly from [ra, ra+spread], spread = max(Ceiling(n), ra/10), so
-// that a crowd told the same Retry-After does not come back in the same
-// instant; the spread is cut so that the wait stays below room, the time
-// left before the deadline. Deterministic backoffs wait exactly ra. It is
-// never below ra: never earlier than the server asked. r is as for Delay.
-func (b Backoff) retryAfterWait(n int, ra, room time.Duration, r *rand.Rand) time.Duration {
-	if b.resolve().kind != kindExponentialJitter {
-		return ra
-	}
-	spread := max(b.Ceiling(n), ra/10)
-	if room <= ra {
-		return ra
-	}
-	spread = min(spread, room-ra-1)
-	if spread <= 0 {
-		return ra
-	}
-	if spread == maxDuration {
-		spread-- // spread+1 below must not overflow
-	}
-	if r == nil {
-		return ra + time.Duration(rand.Int64N(int64(spread)+1))
-	}
-	return ra + time.Duration(r.Int64N(int64(spread)+1))
 }

@@ -136,7 +136,9 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.targets[0].tried = true
 		if resp != nil {
 			o := outcome{a: &c.first, resp: resp, failure: true} // answers said so
-			c.demoteVerdict(o)
+			if c.demoting {
+				c.tellOrigin(o)
+			}
 			return c.loop(o)
 		}
 		return c.loop(c.judge(&c.first, nil, err))

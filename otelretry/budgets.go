@@ -20,7 +20,14 @@ import (
 //   - httpretry.budget.allowance: the resends the window's requests earn
 //     (Percent of them);
 //   - httpretry.budget.credit: the floor credits left, the resends the
-//     budget may still grant beyond the allowance.
+//     budget may still grant beyond the allowance;
+//   - httpretry.hedge.delay: the origin's learned hedge delay in
+//     microseconds (BudgetStats.HedgeAfter), for an origin that has
+//     learned one (Hedge.Quantile, warm);
+//   - httpretry.demoted: how long the origin stays demoted, in
+//     microseconds (BudgetStats.DemotedFor), while it is.
+//
+// Every gauge is an int64 gauge, so that a reader handles them alike.
 //
 // The figures are read from b (Budgets.Range) when the meter's reader
 // collects; nothing is added to the request path. Unregister the returned
@@ -39,6 +46,8 @@ func ObserveBudgets(meter metric.Meter, b *httpretry.Budgets) (metric.Registrati
 		{&g.retries, "httpretry.budget.retries", "{retry}", "Resends and hedged copies the host's retry budget granted in its current window."},
 		{&g.allowance, "httpretry.budget.allowance", "{retry}", "Resends the requests of the host's current window earn."},
 		{&g.credit, "httpretry.budget.credit", "{retry}", "Floor credits the host has left: resends its budget may grant beyond the allowance."},
+		{&g.hedgeDelay, "httpretry.hedge.delay", "us", "The origin's learned hedge delay: a quantile of its recent times to response headers."},
+		{&g.demoted, "httpretry.demoted", "us", "How long the origin stays behind the other candidates of its requests."},
 	} {
 		gauge, err := meter.Int64ObservableGauge(m.name, metric.WithUnit(m.unit), metric.WithDescription(m.descr))
 		if err != nil {
@@ -52,7 +61,7 @@ func ObserveBudgets(meter metric.Meter, b *httpretry.Budgets) (metric.Registrati
 			return true
 		})
 		return nil
-	}, g.requests, g.retries, g.allowance, g.credit)
+	}, g.requests, g.retries, g.allowance, g.credit, g.hedgeDelay, g.demoted)
 	if err != nil {
 		return nil, fmt.Errorf("otelretry: ObserveBudgets: %w", err)
 	}
@@ -60,7 +69,7 @@ func ObserveBudgets(meter metric.Meter, b *httpretry.Budgets) (metric.Registrati
 }
 
 type gauges struct {
-	requests, retries, allowance, credit metric.Int64ObservableGauge
+	requests, retries, allowance, credit, hedgeDelay, demoted metric.Int64ObservableGauge
 }
 
 func (g *gauges) observe(o metric.Observer, host string, s httpretry.BudgetStats) {
@@ -74,4 +83,12 @@ func (g *gauges) observe(o metric.Observer, host string, s httpretry.BudgetStats
 	o.ObserveInt64(g.retries, int64(s.Retries), set)
 	o.ObserveInt64(g.allowance, int64(s.Allowance), set)
 	o.ObserveInt64(g.credit, int64(s.Credit), set)
+	// Most hosts learn no delay and are never demoted: they get no point
+	// rather than a series of zeros.
+	if s.HedgeAfter > 0 {
+		o.ObserveInt64(g.hedgeDelay, s.HedgeAfter.Microseconds(), set)
+	}
+	if s.DemotedFor > 0 {
+		o.ObserveInt64(g.demoted, s.DemotedFor.Microseconds(), set)
+	}
 }

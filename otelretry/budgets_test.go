@@ -2,9 +2,12 @@ package otelretry
 
 import (
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/httpretry/httpretry"
 	"github.com/stretchr/testify/assert"
@@ -100,4 +103,59 @@ func TestObserveBudgetsErrors(t *testing.T) {
 	assert.EqualError(t, err, "otelretry: httpretry.budget.requests: no gauges today")
 	_, err = ObserveBudgets(failingGauges{}, httpretry.NewBudgets())
 	assert.EqualError(t, err, "otelretry: ObserveBudgets: no callbacks today")
+}
+
+// TestDemotionsAndLearnedDelaysOverLoopback: an origin demoted after
+// failing in a row is counted once by Observer and shown by its gauge
+// while it stays demoted; an origin whose hedged requests taught httpretry
+// a delay shows it. Neither gauge has a point for a host that has none.
+func TestDemotionsAndLearnedDelaysOverLoopback(t *testing.T) {
+	primary := upstream(t) // /down answers 503
+	backup := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(backup.Close)
+	meter, reader := newReader(t)
+	observe, err := Observer(meter)
+	require.NoError(t, err)
+	budgets := httpretry.NewBudgets()
+	_, err = ObserveBudgets(meter, budgets)
+	require.NoError(t, err)
+
+	p := httpretry.DefaultPolicy()
+	p.Backoff = httpretry.NoBackoff()
+	p.Fallbacks = []string{backup.URL}
+	p.Demote = httpretry.Demote{After: 2, For: time.Hour}
+	p.Hedge = httpretry.Hedge{Quantile: 0.9, Max: 1}
+	rt := httpretry.New(nil, httpretry.WithPolicy(p), httpretry.WithBudgets(budgets), httpretry.WithObserver(observe))
+	defer rt.CloseIdleConnections()
+	for range 2 {
+		assert.Equal(t, 200, send(t, rt, http.MethodGet, primary.URL+"/down")) // the backup's "ok"
+	}
+	// Demoted, the primary is not called: 32 answers teach the backup's delay.
+	for range 32 {
+		assert.Equal(t, 200, send(t, rt, http.MethodGet, primary.URL+"/ok"))
+	}
+
+	key := func(s string) string {
+		u, err := url.Parse(s)
+		require.NoError(t, err)
+		return "server.address=127.0.0.1,server.port=" + u.Port()
+	}
+	got := counts(t, reader)
+	assert.Equal(t, map[string]int64{"http.request.method=GET," + key(primary.URL): 1}, got["httpretry.demotions"])
+	require.Contains(t, got, "httpretry.demoted")
+	assert.Equal(t, []string{key(primary.URL)}, keys(got["httpretry.demoted"]))
+	assert.Greater(t, got["httpretry.demoted"][key(primary.URL)], int64(30*time.Minute/time.Microsecond), "drawn in [For/2, For]")
+	require.Contains(t, got, "httpretry.hedge.delay")
+	assert.Equal(t, []string{key(backup.URL)}, keys(got["httpretry.hedge.delay"]))
+	assert.Positive(t, got["httpretry.hedge.delay"][key(backup.URL)])
+}
+
+func keys(m map[string]int64) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

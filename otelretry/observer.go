@@ -31,7 +31,9 @@ const (
 //   - httpretry.fallbacks: first attempts on a fallback origin
 //     (httpretry.EventFallback);
 //   - httpretry.giveups: requests that ended on a failure with no further
-//     attempt (httpretry.EventGiveUp), with reason, such as "exhausted".
+//     attempt (httpretry.EventGiveUp), with reason, such as "exhausted";
+//   - httpretry.demotions: origins sent behind the other candidates after
+//     failing in a row (httpretry.EventDemote, Policy.Demote).
 //
 // Each count carries server.address (the host the event's attempt goes
 // to: Event.Origin's, or the request's own), server.port when the origin
@@ -54,6 +56,7 @@ func Observer(meter metric.Meter) (func(httpretry.Event), error) {
 		{&c.hedges, "httpretry.hedges", "{copy}", "Hedged copies of slow HTTP requests; with reason, copies that were not sent."},
 		{&c.fallbacks, "httpretry.fallbacks", "{fallback}", "First attempts of HTTP requests on a fallback origin."},
 		{&c.giveups, "httpretry.giveups", "{request}", "HTTP requests that ended on a failure with no further attempt."},
+		{&c.demotions, "httpretry.demotions", "{demotion}", "Origins sent behind the other candidates of HTTP requests after failing in a row."},
 	} {
 		ctr, err := meter.Int64Counter(m.name, metric.WithUnit(m.unit), metric.WithDescription(m.description))
 		if err != nil {
@@ -65,7 +68,7 @@ func Observer(meter metric.Meter) (func(httpretry.Event), error) {
 }
 
 type counters struct {
-	retries, hedges, fallbacks, giveups metric.Int64Counter
+	retries, hedges, fallbacks, giveups, demotions metric.Int64Counter
 }
 
 func (c *counters) observe(e httpretry.Event) {
@@ -79,6 +82,8 @@ func (c *counters) observe(e httpretry.Event) {
 		ctr = c.fallbacks
 	case httpretry.EventGiveUp:
 		ctr = c.giveups
+	case httpretry.EventDemote:
+		ctr = c.demotions
 	default:
 		return
 	}
