@@ -117,11 +117,11 @@ func (c DemoteConfig) policy(fallbacks []string) httpretry.Policy {
 	return p
 }
 
-// DemoteResult is what the requests started during the outage cost, and
+// DemoteResult is what the requests due during the outage cost, and
 // how soon the primary was back.
 type DemoteResult struct {
 	Config DemoteConfig
-	// Requests is how many requests started during the outage and
+	// Requests is how many requests were due during the outage and
 	// completed; Succeeded how many of them got a 2xx.
 	Requests, Succeeded int
 	// Calls counts their attempts at the base transport (refused dials
@@ -133,7 +133,7 @@ type DemoteResult struct {
 	// Slow counts those that took at least the compressed PerTryTimeout.
 	Slow int
 	// Back is how long after the outage's end the primary answered the
-	// first attempt of a request started after it, in real time (the
+	// first attempt of a request due after it, in real time (the
 	// measured span divided by Scale); Recovered is false if it never did.
 	Back      time.Duration
 	Recovered bool
@@ -234,11 +234,12 @@ func requestID(r *http.Request, n int) int {
 	return id
 }
 
-// demoteCall is one request of the run that completed.
+// demoteCall is one request of the run that completed: when it was due,
+// and when it started and ended.
 type demoteCall struct {
-	id         int
-	start, end time.Time
-	ok         bool
+	id              int
+	due, start, end time.Time
+	ok              bool
 }
 
 // runDemote runs cfg against the origins at urls, primary first, reached
@@ -293,10 +294,15 @@ func runDemote(cfg DemoteConfig, urls []string, base http.RoundTripper, setFault
 		if cfg.AllDown {
 			down = []int{0, 1, 2}
 		}
-		for _, at := range []struct {
+		steps := []struct {
 			t time.Time
 			f DemoteFault
-		}{{outageAt, cfg.Fault}, {backAt, 0}} {
+		}{{outageAt, cfg.Fault}, {backAt, 0}}
+		if cfg.After == 0 {
+			// Down to the end: a request that starts late must find it so.
+			steps = steps[:1]
+		}
+		for _, at := range steps {
 			if !waitUntil(ctx, at.t) {
 				return
 			}
@@ -315,7 +321,8 @@ func runDemote(cfg DemoteConfig, urls []string, base http.RoundTripper, setFault
 	for id := range n {
 		// Half a spacing late, so that no request starts in the instant a
 		// fault switches: in a bubble, which came first would be a toss.
-		if !waitUntil(ctx, start.Add(time.Duration(id)*every+every/2)) {
+		due := start.Add(time.Duration(id)*every + every/2)
+		if !waitUntil(ctx, due) {
 			break
 		}
 		wg.Go(func() {
@@ -325,7 +332,7 @@ func runDemote(cfg DemoteConfig, urls []string, base http.RoundTripper, setFault
 				return
 			}
 			mu.Lock()
-			calls = append(calls, demoteCall{id, t0, time.Now(), ok})
+			calls = append(calls, demoteCall{id, due, t0, time.Now(), ok})
 			mu.Unlock()
 		})
 	}
@@ -347,7 +354,9 @@ func summariseDemote(r *DemoteResult, calls []demoteCall, attempts [][]demoteAtt
 	var latencies []time.Duration
 	r.MinCalls = -1
 	for _, c := range calls {
-		if c.start.Before(outageAt) || !c.start.Before(backAt) {
+		// By when it was due, so that a loaded scheduler that starts a
+		// request late does not move it out of the outage.
+		if c.due.Before(outageAt) || !c.due.Before(backAt) {
 			continue
 		}
 		r.Requests++
@@ -375,10 +384,10 @@ func summariseDemote(r *DemoteResult, calls []demoteCall, attempts [][]demoteAtt
 	r.P50, r.P99 = Percentile(latencies, 50), Percentile(latencies, 99)
 
 	// The primary is back when it answers the first attempt of a request
-	// started after the outage: the earliest such answer.
+	// due after the outage: the earliest such answer.
 	var back time.Time
 	for _, c := range calls {
-		if as := attempts[c.id]; !c.start.Before(backAt) && len(as) > 0 && as[0].origin == 0 && as[0].answered {
+		if as := attempts[c.id]; !c.due.Before(backAt) && len(as) > 0 && as[0].origin == 0 && as[0].answered {
 			if back.IsZero() || as[0].end.Before(back) {
 				back = as[0].end
 			}
