@@ -115,7 +115,9 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 			})
 		}
 	}
-	if a.cancel != nil || n > 1 || c.body != nil || c.header != nil || c.nested {
+	// Attempt 1 goes to a fallback when demotion put one first: it too
+	// needs its own request, with the fallback's URL.
+	if a.cancel != nil || n > 1 || tg.moved || c.body != nil || c.header != nil || c.nested {
 		if n > 1 && !resent.Load() {
 			resent.Store(true)
 		}

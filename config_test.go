@@ -409,3 +409,47 @@ func BenchmarkParseConfigProblems(b *testing.B) {
 		}
 	}
 }
+
+// TestParseConfigDemote: a host entry merges over default inside demote,
+// field by field, and every problem is named under its JSON path.
+func TestParseConfigDemote(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{
+		"default": {"fallbacks": ["https://b.example"], "demote": {"after": 3, "for": "2s"}},
+		"hosts": {
+			"api.example.com": {"demote": {"max": "1m"}},
+			"quiet.example.com": {"demote": {"after": 0}},
+			"plain.example.com": {"demote": null}
+		}
+	}`))
+	require.NoError(t, err)
+	assert.Equal(t, Demote{After: 3, For: 2 * time.Second}, cfg.Default.Demote)
+	assert.Equal(t, Demote{After: 3, For: 2 * time.Second, Max: time.Minute}, cfg.Hosts["api.example.com"].Demote)
+	assert.Equal(t, Demote{For: 2 * time.Second}, cfg.Hosts["quiet.example.com"].Demote, "after 0 turns it off, over a default that sets the others")
+	assert.Equal(t, cfg.Default.Demote, cfg.Hosts["plain.example.com"].Demote, "null leaves default's")
+
+	cfg, err = ParseConfig([]byte(`{"default": {"demote": {"max": "5s"}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Demote{After: 5, Max: 5 * time.Second}, cfg.Default.Demote, "left out: DefaultPolicy's")
+
+	_, err = ParseConfig([]byte(`{
+		"default": {"demote": {"after": 101, "for": "-1s", "max": "-2s"}},
+		"hosts": {
+			"a.example": {"demote": {"after": -1, "for": "2s", "max": "1s"}},
+			"b.example": {"demote": {"after": "x", "every": 1, "for": 5}},
+			"c.example": {"demote": []}
+		}
+	}`))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: config: "+strings.Join([]string{
+		`default.demote.after: 101 is outside 0..100`,
+		`default.demote.for: -1s is negative`,
+		`default.demote.max: -2s is negative`,
+		`hosts["a.example"].demote.after: -1 is outside 0..100`,
+		`hosts["a.example"].demote.max: 1s is less than Demote.For 2s`,
+		`hosts["b.example"].demote.after: "x": want an integer`,
+		`hosts["b.example"].demote.every: unknown field`,
+		`hosts["b.example"].demote.for: 5: want a duration such as "250ms"`,
+		`hosts["c.example"].demote: []: want an object`,
+	}, "; "), err.Error())
+}

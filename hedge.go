@@ -229,8 +229,10 @@ func (h *hedgedRound) learn(o outcome) {
 func (h *hedgedRound) cancelLosers(winner *attempt) {
 	// The round's first attempt, overtaken by a copy, is a censored
 	// sample: its time was at least its age. Without it the estimate
-	// would learn only from fast winners, and copy too often.
-	if first, q := h.inflight[0], h.c.p.hedge.Quantile; q > 0 && winner != nil && winner != first && !first.received {
+	// would learn only from fast winners, and copy too often. One the
+	// caller ended was not overtaken, even if a copy's answer came after.
+	first, q := h.inflight[0], h.c.p.hedge.Quantile
+	if q > 0 && winner != nil && winner != first && !first.received && h.c.req.Context().Err() == nil {
 		first.tg.state.learned().record(time.Since(first.start), q)
 	}
 	for _, a := range h.inflight {

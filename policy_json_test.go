@@ -20,6 +20,7 @@ func TestJSONNamesAreGoNames(t *testing.T) {
 		p Policy
 		b BudgetConfig
 		h Hedge
+		d Demote
 	)
 	for _, tt := range []struct {
 		v      reflect.Value
@@ -28,6 +29,7 @@ func TestJSONNamesAreGoNames(t *testing.T) {
 		{reflect.ValueOf(&p).Elem(), p.jsonFields()},
 		{reflect.ValueOf(&b).Elem(), b.jsonFields()},
 		{reflect.ValueOf(&h).Elem(), h.jsonFields()},
+		{reflect.ValueOf(&d).Elem(), d.jsonFields()},
 	} {
 		var names []string
 		for i := range tt.v.NumField() {
@@ -80,6 +82,7 @@ func jsonPolicies() map[string]Policy {
 		Budget:             BudgetConfig{Percent: 1000, MinRetries: -1, Window: time.Minute, Disabled: true},
 		Hedge:              Hedge{After: 50 * time.Millisecond, Max: 2},
 		Fallbacks:          []string{"https://b.example", "http://10.0.0.7:8080/"},
+		Demote:             Demote{After: 100, For: 250 * time.Millisecond, Max: time.Hour + time.Nanosecond},
 	}
 	return map[string]Policy{
 		"default":    DefaultPolicy(),
@@ -88,6 +91,8 @@ func jsonPolicies() map[string]Policy {
 		"no backoff": {MaxRetries: 1, Backoff: NoBackoff(), RetryOn: []int{}, Fallbacks: []string{}},
 		"wait budget": {MaxRetries: 2, Backoff: Fixed(time.Second).WithWaitBudget(3 * time.Second),
 			Budget: BudgetConfig{Window: maxDuration}, Hedge: Hedge{After: 1}},
+		"learned hedge": {MaxRetries: 3, Backoff: DefaultBackoff,
+			Hedge: Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.999, MinAfter: 1500 * time.Microsecond}},
 	}
 }
 
@@ -111,13 +116,14 @@ func TestPolicyUnmarshalStartsFromDefault(t *testing.T) {
 	p := jsonPolicies()["full"]
 	p.RetryIf = retryIf
 	require.NoError(t, json.Unmarshal([]byte(`{"maxRetries": 1, "retryOn": [500], "budget": {"window": "1m"},
-		"hedge": {"after": "20ms"}, "fallbacks": null, "perTryTimeout": null}`), &p))
+		"hedge": {"after": "20ms"}, "fallbacks": null, "perTryTimeout": null, "demote": {"for": "2s"}}`), &p))
 
 	want := DefaultPolicy()
 	want.MaxRetries = 1
 	want.RetryOn = []int{500}
 	want.Budget.Window = time.Minute
 	want.Hedge.After = 20 * time.Millisecond
+	want.Demote.For = 2 * time.Second
 	assert.NotNil(t, p.RetryIf, "RetryIf is not part of JSON and is kept")
 	p.RetryIf = nil
 	assert.Equal(t, want, p, "every field left out is DefaultPolicy's, whatever p held")
@@ -140,6 +146,8 @@ func TestPolicyUnmarshalAgreesWithParseConfig(t *testing.T) {
 		`{"maxRetries": 0}`,
 		`{"budget": {"percent": 5}, "hedge": {"max": 2, "after": "1s"}}`,
 		`{"retryOn": null, "fallbacks": ["https://b.example"]}`,
+		`{"demote": {"max": "1m"}}`,
+		`{"demote": {"after": 0}}`,
 	} {
 		cfg, err := ParseConfig([]byte(`{"default": ` + doc + `}`))
 		require.NoError(t, err, doc)
@@ -174,6 +182,8 @@ func TestPolicyUnmarshalErrors(t *testing.T) {
 		{"strings", `{"fallbacks": ["https://b.example", 7]}`, `fallbacks[1]: 7: want a string`},
 		{"nested unknown", `{"budget": {"percentage": 5}, "hedge": {"delay": "1s"}}`, `budget.percentage: unknown field; hedge.delay: unknown field`},
 		{"nested type", `{"budget": []}`, `budget: []: want an object`},
+		{"demote", `{"demote": {"after": "5", "every": "1s", "max": 30}}`,
+			`demote.after: "5": want an integer; demote.every: unknown field; demote.max: 30: want a duration such as "250ms"`},
 		{"twice", `{"maxRetries": 1, "maxRetries": 2}`, `maxRetries: given twice`},
 		{"not an object", `[1, 2]`, `[1,2]: want an object`},
 		{"long excerpt", `{"idempotencyHeader": ["x` + strings.Repeat("é", 30) + `"]}`,
@@ -216,4 +226,52 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 	assert.Equal(t, Hedge{After: time.Second}, h, "a field left out is DefaultPolicy's, whatever h held")
 	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "2s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
 	assert.Equal(t, Hedge{After: time.Second}, h, "unchanged on error")
+}
+
+// The four fields of Hedge in JSON: written and read back exactly, a
+// field left out of a host's "hedge" taken from the default's, and a bad
+// value reported under its JSON path.
+func TestLearnedHedgeJSON(t *testing.T) {
+	h := Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.95, MinAfter: 2 * time.Millisecond}
+	data, err := json.Marshal(h)
+	require.NoError(t, err)
+	assert.Equal(t, `{"after":"50ms","max":1,"quantile":0.95,"minAfter":"2ms"}`, string(data))
+	var got Hedge
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, h, got)
+	require.NoError(t, json.Unmarshal([]byte(`{"quantile": 0.99}`), &got))
+	assert.Equal(t, Hedge{Quantile: 0.99}, got, "a field left out is DefaultPolicy's")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"quantile": "p95", "minAfter": 2}`), &got),
+		`httpretry: hedge: quantile: "p95": want a number; minAfter: 2: want a duration such as "250ms"`)
+
+	cfg, err := ParseConfig([]byte(`{
+		"default": {"hedge": {"quantile": 0.95, "minAfter": "2ms", "after": "50ms"}},
+		"hosts": {
+			"api.example.com": {"hedge": {"max": 2}},
+			"b.example": {"hedge": {"quantile": 0.99, "after": "0s"}}
+		}
+	}`))
+	require.NoError(t, err)
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Quantile: 0.95, MinAfter: 2 * time.Millisecond}, cfg.Default.Hedge)
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Max: 2, Quantile: 0.95, MinAfter: 2 * time.Millisecond},
+		cfg.Hosts["api.example.com"].Hedge, "the default's hedge, max aside")
+	assert.Equal(t, Hedge{Quantile: 0.99, MinAfter: 2 * time.Millisecond}, cfg.Hosts["b.example"].Hedge)
+
+	_, err = ParseConfig([]byte(`{"default": {"hedge": {"minAfter": "2ms"}}, "hosts": {"a": {"hedge": {"quantile": 1}}}}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: config: default.hedge.minAfter: 2ms needs Hedge.Quantile; `+
+		`hosts["a"].hedge.quantile: 1 is outside [0.5, 0.999]`, err.Error())
+}
+
+func TestDemoteJSON(t *testing.T) {
+	data, err := json.Marshal(Demote{After: 5, For: time.Second, Max: 30 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, `{"after":5,"for":"1s","max":"30s"}`, string(data))
+	d := Demote{After: 9, Max: time.Minute}
+	require.NoError(t, json.Unmarshal([]byte(`{"for": "2s"}`), &d))
+	assert.Equal(t, Demote{After: 5, For: 2 * time.Second}, d, "a field left out is DefaultPolicy's, whatever d held")
+	require.NoError(t, json.Unmarshal([]byte(`{"after": 0}`), &d))
+	assert.Equal(t, Demote{}, d, "0 turns it off")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": 2, "for": "soon"}`), &d), `httpretry: demote: for: "soon": want a duration such as "250ms"`)
+	assert.Equal(t, Demote{}, d, "unchanged on error")
 }

@@ -90,6 +90,17 @@ func TestPolicyValidate(t *testing.T) {
 		{"Budget.MinRetries negative", func(p *Policy) { p.Budget.MinRetries = -1 }, ""},
 		{"Budget.Window", func(p *Policy) { p.Budget.Window = -time.Second }, "Budget.Window -1s is negative"},
 		{"Budget.Disabled", func(p *Policy) { p.Budget.Disabled = true }, ""},
+		{"Demote off", func(p *Policy) { p.Demote = Demote{} }, ""},
+		{"Demote.After 100", func(p *Policy) { p.Demote.After = 100 }, ""},
+		{"Demote.After 101", func(p *Policy) { p.Demote.After = 101 }, "Demote.After 101 is outside 0..100"},
+		{"Demote.After -1", func(p *Policy) { p.Demote.After = -1 }, "Demote.After -1 is outside 0..100"},
+		{"Demote.For", func(p *Policy) { p.Demote.For = -time.Second }, "Demote.For -1s is negative"},
+		{"Demote.Max", func(p *Policy) { p.Demote.Max = -1 }, "Demote.Max -1ns is negative"},
+		{"Demote.Max below For", func(p *Policy) { p.Demote.For, p.Demote.Max = 2*time.Second, time.Second },
+			"Demote.Max 1s is less than Demote.For 2s"},
+		{"Demote.Max equal to For", func(p *Policy) { p.Demote.For, p.Demote.Max = time.Second, time.Second }, ""},
+		{"Demote.Max below For's default", func(p *Policy) { p.Demote.Max = 10 * time.Millisecond }, ""},
+		{"Demote.For and Max without After", func(p *Policy) { p.Demote = Demote{For: time.Second, Max: time.Minute} }, ""},
 		{"Fallbacks", func(p *Policy) {
 			p.Fallbacks = []string{"https://b.example", "http://10.0.0.7:8080/", "HTTPS://B.example:443"}
 		}, ""},
@@ -128,6 +139,7 @@ func TestPolicyValidateNamesEveryField(t *testing.T) {
 		IdempotencyHeader: "a b",
 		Budget:            BudgetConfig{Percent: -1, Window: -4},
 		Fallbacks:         []string{"https://ok.example", "", "https://x?q"},
+		Demote:            Demote{After: 101, For: -5, Max: -6},
 	}
 	err := p.Validate()
 	require.Error(t, err)
@@ -142,6 +154,9 @@ func TestPolicyValidateNamesEveryField(t *testing.T) {
 		`IdempotencyHeader "a b" is not a header name`,
 		"Budget.Percent -1 is outside 0..1000",
 		"Budget.Window -4ns is negative",
+		"Demote.After 101 is outside 0..100",
+		"Demote.For -5ns is negative",
+		"Demote.Max -6ns is negative",
 		`Fallbacks[1] "": want "http://" or "https://" and a host`,
 		`Fallbacks[2] "https://x?q": an origin has no query`,
 	}
@@ -163,7 +178,49 @@ func TestPolicyProblems(t *testing.T) {
 		{"Hedge.Max", "17 is outside 0..16"},
 	}, p.problems())
 	assert.Equal(t, []problem{{"Hedge.Max", "2 needs Hedge.After or Hedge.Quantile"}}, Policy{Hedge: Hedge{Max: 2}}.problems())
+	assert.Equal(t, []problem{{"Demote.Max", "1s is less than Demote.For 2s"}},
+		Policy{Demote: Demote{For: 2 * time.Second, Max: time.Second}}.problems())
 	assert.Empty(t, DefaultPolicy().problems())
+}
+
+// Hedge.Quantile is 0 or in [0.5, 0.999]; MinAfter is not negative and
+// comes only with Quantile; Max needs After or Quantile.
+func TestHedgeLearnedProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hedge Hedge
+		want  []problem
+	}{
+		{"fixed", Hedge{After: time.Millisecond}, nil},
+		{"quantile at the bottom", Hedge{Quantile: 0.5}, nil},
+		{"quantile at the top", Hedge{Quantile: 0.999}, nil},
+		{"every field", Hedge{After: time.Second, Max: 2, Quantile: 0.95, MinAfter: 5 * time.Millisecond}, nil},
+		{"Max with Quantile alone", Hedge{Max: 2, Quantile: 0.95}, nil},
+		{"Max alone", Hedge{Max: 2}, []problem{{"Hedge.Max", "2 needs Hedge.After or Hedge.Quantile"}}},
+		{"quantile below", Hedge{Quantile: 0.4}, []problem{{"Hedge.Quantile", "0.4 is outside [0.5, 0.999]"}}},
+		{"quantile 1", Hedge{Quantile: 1}, []problem{{"Hedge.Quantile", "1 is outside [0.5, 0.999]"}}},
+		{"quantile above the top", Hedge{Quantile: 0.9995}, []problem{{"Hedge.Quantile", "0.9995 is outside [0.5, 0.999]"}}},
+		{"quantile negative", Hedge{Quantile: -0.95}, []problem{{"Hedge.Quantile", "-0.95 is outside [0.5, 0.999]"}}},
+		{"quantile NaN", Hedge{Quantile: math.NaN()}, []problem{{"Hedge.Quantile", "NaN is outside [0.5, 0.999]"}}},
+		{"quantile +Inf", Hedge{Quantile: math.Inf(1)}, []problem{{"Hedge.Quantile", "+Inf is outside [0.5, 0.999]"}}},
+		{"quantile -Inf", Hedge{Quantile: math.Inf(-1)}, []problem{{"Hedge.Quantile", "-Inf is outside [0.5, 0.999]"}}},
+		{"MinAfter negative", Hedge{Quantile: 0.95, MinAfter: -1}, []problem{{"Hedge.MinAfter", "-1ns is negative"}}},
+		{"MinAfter without Quantile", Hedge{After: time.Second, MinAfter: time.Millisecond},
+			[]problem{{"Hedge.MinAfter", "1ms needs Hedge.Quantile"}}},
+		{"MinAfter negative without Quantile", Hedge{MinAfter: -time.Millisecond},
+			[]problem{{"Hedge.MinAfter", "-1ms is negative"}, {"Hedge.MinAfter", "-1ms needs Hedge.Quantile"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultPolicy()
+			p.Hedge = tc.hedge
+			assert.Equal(t, tc.want, p.problems())
+			if tc.want == nil {
+				assert.NoError(t, p.Validate())
+			} else {
+				assert.ErrorIs(t, p.Validate(), ErrInvalidPolicy)
+			}
+		})
+	}
 }
 
 type policyTestTransport struct{}
