@@ -32,22 +32,27 @@ type DemoteConfig struct {
 	Before     time.Duration
 	Outage     time.Duration
 	After      time.Duration
-	// PerTryTimeout bounds each attempt; it is what a black-holed
-	// primary costs a request that tries it.
+	// PerTryTimeout bounds each attempt, 0 not at all; it is what a
+	// black-holed primary costs a request that tries it.
 	PerTryTimeout time.Duration
 	Scale         float64
 }
 
 // DemoteScenario is the primary failing with fault for 30 s among three
 // origins at 50 requests per second, the figures of DESIGN point 18, with
-// 2 s before and 20 s after to see it come back, PerTryTimeout 200 ms and
-// DefaultPolicy's 3 retries, compressed by scale.
+// 2 s before and 20 s after to see it come back, compressed by scale.
+// The policy is DefaultPolicy's: 3 retries and no PerTryTimeout, but for a
+// black hole, which without one would hold a request for ever: 200 ms.
 func DemoteScenario(fault DemoteFault, d httpretry.Demote, scale float64) DemoteConfig {
-	return DemoteConfig{
+	c := DemoteConfig{
 		Fault: fault, Demote: d, MaxRetries: 3, Rate: 50,
 		Before: 2 * time.Second, Outage: 30 * time.Second, After: 20 * time.Second,
-		PerTryTimeout: 200 * time.Millisecond, Scale: scale,
+		Scale: scale,
 	}
+	if fault == FaultBlackHole {
+		c.PerTryTimeout = 200 * time.Millisecond
+	}
+	return c
 }
 
 // DemoteAllDown is the three origins answering 503 for 10 s with
@@ -130,7 +135,8 @@ type DemoteResult struct {
 	Calls, PrimaryCalls, MinCalls, MaxCalls int
 	// P50 and P99 are their latencies as measured, in compressed time.
 	P50, P99 time.Duration
-	// Slow counts those that took at least the compressed PerTryTimeout.
+	// Slow counts those that took at least the compressed PerTryTimeout,
+	// when there is one.
 	Slow int
 	// Back is how long after the outage's end the primary answered the
 	// first attempt of a request due after it, in real time (the
@@ -376,7 +382,7 @@ func summariseDemote(r *DemoteResult, calls []demoteCall, attempts [][]demoteAtt
 		}
 		d := c.end.Sub(c.start)
 		latencies = append(latencies, d)
-		if d >= slow {
+		if slow > 0 && d >= slow {
 			r.Slow++
 		}
 	}

@@ -165,6 +165,7 @@ func TestDemoteConfigScalesTime(t *testing.T) {
 	p := cfg.policy([]string{"http://b", "http://c"})
 	assert.Equal(t, httpretry.Demote{After: 5, For: 100 * time.Millisecond, Max: 3 * time.Second}, p.Demote)
 	assert.Equal(t, 20*time.Millisecond, p.PerTryTimeout)
+	assert.Zero(t, DemoteScenario(FaultUnavailable, httpretry.Demote{}, 0.1).PerTryTimeout, "DefaultPolicy's")
 	assert.Equal(t, time.Second, p.Budget.Window)
 	assert.Equal(t, 3, p.MaxRetries)
 	assert.Equal(t, httpretry.Demote{}, DemoteScenario(FaultRefuse, httpretry.Demote{}, 0.1).policy(nil).Demote,

@@ -34,9 +34,9 @@ func main() {
 var rows = []httpretry.Demote{{}, {After: 5}}
 
 func report(w, progress io.Writer, scale float64) error {
-	cfg := bench.DemoteScenario(bench.FaultRefuse, httpretry.Demote{}, scale)
+	cfg := bench.DemoteScenario(bench.FaultBlackHole, httpretry.Demote{}, scale)
 	fmt.Fprintln(w, "## Demotion: a failing origin goes to the back")
-	fmt.Fprintf(w, "\nThree loopback origins, GETs at %d per second to the primary with the other two as fallbacks; the primary fails for %v after %v, then is healthy for %v. DefaultPolicy (MaxRetries %d) with PerTryTimeout %v. Compressed by %g: the run takes %v, at %d requests per second, with PerTryTimeout %v and Demote{After: 5} meaning For %v and Max %v. Latencies are as measured in the compressed run; \"back after recovery\" is in real time (measured ÷ %g).\n\n",
+	fmt.Fprintf(w, "\nThree loopback origins, GETs at %d per second to the primary with the other two as fallbacks; the primary fails for %v after %v, then is healthy for %v. DefaultPolicy (MaxRetries %d, no PerTryTimeout), with PerTryTimeout %v when the primary is a black hole. Compressed by %g: the run takes %v, at %d requests per second, with PerTryTimeout %v and Demote{After: 5} meaning For %v and Max %v. Latencies are as measured in the compressed run; \"back after recovery\" is in real time (measured ÷ %g).\n\n",
 		cfg.Rate, cfg.Outage, cfg.Before, cfg.After, cfg.MaxRetries, cfg.PerTryTimeout, scale,
 		scaled(cfg.Before+cfg.Outage+cfg.After, scale), int(float64(cfg.Rate)/scale), scaled(cfg.PerTryTimeout, scale),
 		scaled(time.Second, scale), scaled(30*time.Second, scale), scale)
@@ -56,9 +56,12 @@ func report(w, progress io.Writer, scale float64) error {
 			if d.After > 0 {
 				probes = fmt.Sprint(r.MostProbes)
 			}
+			slow := "—"
+			if r.Config.PerTryTimeout > 0 {
+				slow = fmt.Sprintf("%d of %d", r.Slow, r.Requests)
+			}
 			t.Add(fault.String(), demoteName(d), fmt.Sprintf("%.3f", r.PrimaryPerRequest()),
-				bench.FormatDuration(r.P50), bench.FormatDuration(r.P99),
-				fmt.Sprintf("%d of %d", r.Slow, r.Requests), back, fmt.Sprintf("%.3f", r.CallsPerRequest()), probes)
+				bench.FormatDuration(r.P50), bench.FormatDuration(r.P99), slow, back, fmt.Sprintf("%.3f", r.CallsPerRequest()), probes)
 		}
 	}
 	if _, err := t.WriteTo(w); err != nil {
