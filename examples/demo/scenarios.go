@@ -27,6 +27,7 @@ func init() {
 		{title: "6. A burst against a dead upstream: the budget stops the storm", run: burst},
 		{title: "7. One request in ten stalls: hedging after 20ms cuts the tail", run: tail},
 		{title: "8. Failover: the primary is down, the standby answers; an unkeyed POST the primary received is not failed over", run: failover},
+		{title: "9. A failing origin goes to the back: the primary goes down and comes back", run: demote},
 	}
 }
 
