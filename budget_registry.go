@@ -139,7 +139,9 @@ func (bs *Budgets) sweep(now int64) {
 	var active []entry
 	bs.hosts.Range(func(k, v any) bool {
 		b := v.(*Budget)
-		if b.idleAt(now) && b.creditFullAt(now) && !b.demotion.standing() {
+		// A demoted host, or one that learned a hedge delay, is not idle
+		// for lack of recorded requests: its budget may be disabled.
+		if b.idleAt(now) && b.creditFullAt(now) && !b.demotion.standing() && b.latencies.Load() == nil {
 			bs.forget(k.(string), b)
 		} else {
 			active = append(active, entry{k.(string), b, b.used.Load()})

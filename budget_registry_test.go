@@ -159,6 +159,25 @@ func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
 	assert.False(t, b.ticker.Stop(), "the ticker was already stopped")
 }
 
+// The idle sweep keeps a host that is demoted or has learned a hedge
+// delay: with its budget disabled it records no request and always looks
+// idle, yet its standing is in use (points 17 and 18).
+func TestBudgetsIdleSweepKeepsDemotedAndLearnedHosts(t *testing.T) {
+	bs := NewBudgets()
+	now := time.Now()
+	bs.entry("idle.example")
+	bs.entry("learned.example").learned().record(time.Millisecond, 0.95)
+	demoted := bs.entry("demoted.example")
+	for range 5 {
+		demoted.demotion.failed(now, probe{}, Demote{After: 5, For: time.Hour}.resolve(), nil)
+	}
+	require.True(t, demoted.demotion.standing())
+	bs.mu.Lock()
+	bs.sweep(now.Add(time.Hour).UnixNano())
+	bs.mu.Unlock()
+	assert.ElementsMatch(t, []string{"learned.example", "demoted.example"}, mapKeys(budgetRegistry(t, bs)))
+}
+
 // TestBudgetsFullKeepsItsBusyHosts is the attack on a full registry: 20
 // hosts used at every step and 25 000 used once each, 50 a step, all
 // within one budget slot, where every host last seen in the slot looked

@@ -73,12 +73,19 @@ func (a *attempt) releaseOnPanic(resp *http.Response) {
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
 // body to record, no context of its own (no timer, no hedge) and no header
-// to add. A request that is not resendable needs no trace either, without a
+// to add. A request that a hedging policy may not resend is not hedged. A request that is not resendable needs no trace either, without a
 // timer: whether it left is told by its error (see neverSent).
 func sendsAsIs(r *http.Request, p *hostPolicy) bool {
-	return p.untimed &&
-		(!hasBody(r) || r.GetBody != nil) &&
-		(p.autoKeyHeader == "" || resendable(r, p.idemHeaders))
+	if !p.untimed || hasBody(r) && r.GetBody == nil {
+		return false
+	}
+	if p.hedge.copies() == 0 && p.autoKeyHeader == "" {
+		return true
+	}
+	// A request the policy hedges needs a context of its own, and one it
+	// gives a key a header of its own.
+	safe := resendable(r, p.idemHeaders)
+	return !(safe && p.hedge.copies() > 0) && !(!safe && p.autoKeyHeader != "")
 }
 
 // newCall sets up what the attempts after the first need; start is when

@@ -917,7 +917,6 @@ func TestDemoteShownInBudgets(t *testing.T) {
 // its answer, an observer told of a hedged copy) must not leave the claim
 // taken: the origin would stay last for good, never probed again.
 func TestDemoteProbeReleasedOnPanic(t *testing.T) {
-	t.Skip("defect: RoundTrip claims probes in newCall but releases them only in loop's defer, so a panic in the first round leaks the claim (transport.go)")
 	for _, tc := range []struct {
 		name string
 		edit func(p *Policy, panics *bool)

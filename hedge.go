@@ -216,12 +216,16 @@ func (h *hedgedRound) learn(o outcome) {
 	if q == 0 || c.req.Context().Err() != nil {
 		return
 	}
+	s := o.a.tg.state
 	switch {
 	case !o.failure && o.err == nil:
-		o.a.tg.state.learned().record(o.a.took, q)
+		s.learned().record(o.a.took, q)
 	case o.a.fired.Load() && !o.a.byDeadline:
-		o.a.tg.state.learned().record(c.p.perTry, q)
+		s.learned().record(c.p.perTry, q)
+	default:
+		return
 	}
+	s.stamp() // in use, whether its budget records requests or not
 }
 
 // cancelLosers cancels every attempt but the winner and waits for the

@@ -20,9 +20,6 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 	if c.body != nil {
 		defer c.body.finish()
 	}
-	if c.demoting {
-		defer c.releaseProbes()
-	}
 	// An observer that panics leaves the outcome it was told of released.
 	defer func() {
 		if v := recover(); v != nil {
@@ -40,7 +37,10 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			return o.a.deliver(o.resp), nil
 		}
 		now := c.clock(o.resp)
-		o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
+		if !c.hedged {
+			// A hedged round noted every failure's as it came.
+			o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
+		}
 		reason := c.refusal(o)
 		var body io.ReadCloser
 		if reason == 0 {

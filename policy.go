@@ -214,7 +214,7 @@ type hostPolicy struct {
 	hedge         Hedge
 	demote        demoteRule
 	// untimed: no attempt needs a timer, so a first attempt may go out as
-	// the caller's own request.
+	// the caller's own request (see sendsAsIs).
 	untimed bool
 }
 
@@ -239,7 +239,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		}
 	}
 	hp.waitBudget = hp.backoff.waitBudget()
-	hp.untimed = hp.perTry == 0 && hp.deadline == 0 && hp.hedge.copies() == 0
+	hp.untimed = hp.perTry == 0 && hp.deadline == 0
 	statuses := p.RetryOn
 	if statuses == nil {
 		statuses = DefaultRetryStatuses()

@@ -613,6 +613,11 @@ func TestHappyPathDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(put) }), "PUT with GetBody")
 	post, _ := http.NewRequest(http.MethodPost, "http://api.example.com/items", strings.NewReader("x"))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(post) }), "unkeyed POST with GetBody")
+	hedging := DefaultPolicy()
+	hedging.Hedge = Hedge{Quantile: 0.95, After: 50 * time.Millisecond}
+	hedged := New(rt.base, WithPolicy(hedging))
+	hedged.RoundTrip(post)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { hedged.RoundTrip(post) }), "unkeyed POST under a hedging policy")
 	rt = New(rt.base, WithPolicy(withFallbacks(DefaultPolicy(), "http://standby.example.com")))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET with a fallback")
 }

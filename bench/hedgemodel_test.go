@@ -30,8 +30,12 @@ func TestUniformsArePure(t *testing.T) {
 	a1, a2 := uniforms(3, 42)
 	b1, b2 := uniforms(3, 42)
 	assert.Equal(t, [2]float64{a1, a2}, [2]float64{b1, b2})
-	c1, _ := uniforms(3, 43)
+	c1, c2 := uniforms(3, 43)
 	assert.NotEqual(t, a1, c1)
+	// Consecutive attempts share no draw: one's slowness does not decide
+	// where the next falls.
+	assert.NotEqual(t, a2, c1)
+	assert.NotEqual(t, a1, c2)
 	for n := range uint64(10_000) {
 		u1, u2 := uniforms(1, n)
 		require.True(t, u1 >= 0 && u1 < 1 && u2 >= 0 && u2 < 1)
@@ -64,12 +68,7 @@ func TestRunHedgeCounts(t *testing.T) {
 	for _, c := range HedgeContenders() {
 		for _, sc := range HedgeScenarios() {
 			t.Run(c.Name+"/"+sc.Name, func(t *testing.T) {
-				phases, err := RunHedge(cfg, sc, c)
-				if c.Skip != "" {
-					assert.EqualError(t, err, c.Skip)
-					t.Skip(c.Skip)
-				}
-				require.NoError(t, err)
+				phases := RunHedge(cfg, sc, c)
 				require.Len(t, phases, len(sc.Phases))
 				for i, ph := range phases {
 					assert.Equal(t, sc.Phases[i].Name, ph.Model.Name)

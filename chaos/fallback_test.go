@@ -345,8 +345,9 @@ func TestFallbackUnderNetworkFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := chaosPolicy()
-			// These cases assert point 13's fixed order under repeated
-			// failures; demotion has its own scenario (demote_test.go).
+			// These cases assert point 13's candidate order under a
+			// primary that keeps failing: no demotion (point 18, in
+			// demote_test.go) may reorder it.
 			p.Demote = httpretry.Demote{}
 			p.Budget.Disabled = tc.noBudget
 			p.PerTryTimeout = cmp.Or(tc.perTry, generousPerTry)

@@ -2,12 +2,17 @@
 // the upstream's load, over loopback, and prints Markdown tables:
 //
 //   - a tail: one request in ten stalls 500 ms on its first arrival;
+//   - a thinner tail: one request in fifty stalls 500 ms;
 //   - an upstream slow for everyone: every request takes 100 ms.
 //
-// Each is run without hedging and with Hedge{After: 20ms, Max: 1}, with
-// DefaultPolicy otherwise (its budget grants copies up to 20 % of the
-// requests of the last 10 s, and beyond that share up to 10 per 10 s from
-// a floor credit that each request earns back at 0.2).
+// Each is run without hedging, with Hedge{After: 20ms, Max: 1} and with
+// the learned delay Hedge{Quantile: 0.95, Max: 1} (DESIGN point 17; the
+// table gives the delay it learned), with DefaultPolicy otherwise (its
+// budget grants copies up to 20 % of the requests of the last 10 s, and
+// beyond that share up to 10 per 10 s from a floor credit that each
+// request earns back at 0.2). The learned delay sends no copy while the
+// origin is cold, its first 32 answers, so a stall among the first
+// requests stays in its max.
 //
 //	go run ./cmd/hedgereport
 package main
@@ -34,7 +39,8 @@ const (
 
 func main() {
 	fmt.Println("## Hedging: latency and upstream load")
-	fmt.Printf("\n%d GETs from %d concurrent clients over loopback, DefaultPolicy; hedged: Hedge{After: 20ms, Max: 1}.\n\n", requests, workers)
+	fmt.Printf("\n%d GETs from %d concurrent clients over loopback, DefaultPolicy; hedged: Hedge{After: 20ms, Max: 1}, "+
+		"or learned: Hedge{Quantile: 0.95, Max: 1}, with the delay it learned.\n\n", requests, workers)
 	fmt.Println("| upstream | hedging | p50 | p90 | p99 | max | upstream calls | calls / request |")
 	fmt.Println("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, sc := range []struct {
@@ -47,16 +53,25 @@ func main() {
 			}
 			return 0
 		}},
+		{"1 in 50 stalls 500 ms", func(i int, first bool) time.Duration {
+			if first && i%50 == 3 {
+				return 500 * time.Millisecond
+			}
+			return 0
+		}},
 		{"every request 100 ms", func(int, bool) time.Duration { return 100 * time.Millisecond }},
 	} {
-		for _, hedge := range []httpretry.Hedge{{}, {After: 20 * time.Millisecond, Max: 1}} {
+		for _, hedge := range []httpretry.Hedge{{}, {After: 20 * time.Millisecond, Max: 1}, {Quantile: 0.95, Max: 1}} {
 			r, err := run(sc.delay, hedge)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "hedgereport:", err)
 				os.Exit(1)
 			}
 			mode := "off"
-			if hedge.After > 0 {
+			switch {
+			case hedge.Quantile > 0:
+				mode = fmt.Sprintf("learned p95: %v", r.hedgeAfter.Round(10*time.Microsecond))
+			case hedge.After > 0:
 				mode = "20 ms"
 			}
 			fmt.Printf("| %s | %s | %v | %v | %v | %v | %d | %.3f |\n", sc.name, mode,
@@ -66,8 +81,9 @@ func main() {
 }
 
 type result struct {
-	latencies []time.Duration // sorted
-	calls     int64
+	latencies  []time.Duration // sorted
+	calls      int64
+	hedgeAfter time.Duration // the origin's learned delay at the end, BudgetStats.HedgeAfter
 }
 
 func (r result) pct(p int) time.Duration {
@@ -109,7 +125,8 @@ func run(delay func(i int, first bool) time.Duration, hedge httpretry.Hedge) (re
 	p.Hedge = hedge
 	base := &http.Transport{MaxIdleConnsPerHost: 2 * workers}
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: httpretry.New(base, httpretry.WithPolicy(p))}
+	bs := httpretry.NewBudgets()
+	client := &http.Client{Transport: httpretry.New(base, httpretry.WithPolicy(p), httpretry.WithBudgets(bs))}
 	url := "http://" + ln.Addr().String() + "/?i="
 
 	latencies := make([]time.Duration, requests)
@@ -143,5 +160,10 @@ func run(delay func(i int, first bool) time.Duration, hedge httpretry.Hedge) (re
 		return result{}, err
 	}
 	slices.Sort(latencies)
-	return result{latencies: latencies, calls: calls.Load()}, nil
+	r := result{latencies: latencies, calls: calls.Load()}
+	bs.Range(func(_ string, s httpretry.BudgetStats) bool {
+		r.hedgeAfter = s.HedgeAfter // the one origin
+		return false
+	})
+	return r, nil
 }
