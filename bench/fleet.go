@@ -93,10 +93,15 @@ func FleetLibraryByName(name string) (FleetLibrary, bool) {
 	return FleetLibrary{}, false
 }
 
-// fleetHTTPRetry is DefaultPolicy with its budget window, its backoff
+// fleetHTTPRetry is httpretry with scaledDefaultPolicy.
+func fleetHTTPRetry(base http.RoundTripper, scale float64) http.RoundTripper {
+	return httpretry.New(base, httpretry.WithPolicy(scaledDefaultPolicy(scale)))
+}
+
+// scaledDefaultPolicy is DefaultPolicy with its budget window, its backoff
 // (full jitter from 100 ms to 2 s, 30 s wait budget) and MaxRetryAfter
 // scaled; Percent and MinRetries are counts and stay as they are.
-func fleetHTTPRetry(base http.RoundTripper, scale float64) http.RoundTripper {
+func scaledDefaultPolicy(scale float64) httpretry.Policy {
 	p := httpretry.DefaultPolicy()
 	b := httpretry.DefaultBackoff
 	p.Backoff = httpretry.ExponentialJitter(
@@ -104,7 +109,7 @@ func fleetHTTPRetry(base http.RoundTripper, scale float64) http.RoundTripper {
 	).WithWaitBudget(scaled(30*time.Second, scale))
 	p.MaxRetryAfter = scaled(p.MaxRetryAfter, scale)
 	p.Budget.Window = scaled(p.Budget.Window, scale)
-	return httpretry.New(base, httpretry.WithPolicy(p))
+	return p
 }
 
 // fleetRetryableHTTP is wrapRetryableHTTP with RetryWaitMin and
