@@ -28,17 +28,24 @@
 // Fallback origins (Policy.Fallbacks, WithFallbacks) give a request other
 // origins that serve it: after a failure that may be resent, each gets one
 // attempt, in order, and further resends go round them, so that one
-// request costs at most candidates + MaxRetries upstream calls.
+// request costs at most candidates + MaxRetries upstream calls. An origin
+// that keeps failing goes behind the others for a while (Policy.Demote;
+// DefaultPolicy demotes after 5 failures in a row), never removed, and one
+// request at a time probes it once the while has passed.
+//
+// Hedged copies (Hedge) of a slow request go after a fixed delay, or after
+// a quantile of the origin's recent times to response headers, learned as
+// requests come back (Hedge.Quantile).
 //
 // The budget (BudgetConfig, Budgets) is shared by every request to a host:
 // resends, and hedged copies (Hedge), may be at most a share of the recent
 // requests, plus a small floor that the host's own requests earn back, so
 // that in an outage retries add that share and floor to the traffic, not a
 // multiple of it. Observers (WithObserver, WithLogger) are told of every
-// retry, hedge, fallback and give-up, with its Reason; AttemptFromContext
+// retry, hedge, fallback, give-up, demotion and restore, with its Reason; AttemptFromContext
 // tells a middleware inside httpretry which attempt it sees.
 //
-// A request whose first attempt needs no body record, timer or trace is
+// A request whose first attempt needs no body record, timer or hedge is
 // sent as it is, and a first answer that is not retried costs no
 // allocation. The caller's request is never modified, and its body is
 // closed on every path.
