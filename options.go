@@ -54,7 +54,7 @@ func WithBudgets(b *Budgets) Option {
 }
 
 // WithObserver adds fn to the functions told of every retry, hedge,
-// fallback and give-up. They are called synchronously on the request's
+// fallback, give-up, demotion and restore (see EventKind). They are called synchronously on the request's
 // goroutine, in the order given, with no lock held: they must be cheap and
 // safe for concurrent use. A nil fn is ignored.
 func WithObserver(fn func(Event)) Option {
