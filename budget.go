@@ -297,8 +297,7 @@ func (b *Budget) reserveAt(now time.Time) (reservation, bool) {
 	defer b.mu.Unlock()
 	p := b.loadParams()
 	cur := b.current(ns, true)
-	requests, retries, recorded := b.sum(ns, p)
-	b.settle(p, recorded)
+	requests, retries := b.window(ns, p)
 	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
 	if !grant {
 		return reservation{}, false
@@ -336,6 +335,15 @@ func (r reservation) refund() {
 	}
 }
 
+// window counts the requests and resends of the window ending at now
+// under p, and settles the floor credit every request recorded so far has
+// earned: each reading of the budget does both. The caller holds b.mu.
+func (b *Budget) window(now int64, p *budgetParams) (requests, retries int64) {
+	requests, retries, recorded := b.sum(now, p)
+	b.settle(p, recorded)
+	return requests, retries
+}
+
 // sum adds up the buckets whose slot lies in the window ending at now. The
 // bucket of the next slot counts too: another goroutine whose clock read
 // came a little later may have opened it, and what it charged there must
@@ -364,8 +372,7 @@ func (b *Budget) statsAt(now time.Time) BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
-	requests, retries, recorded := b.sum(now.UnixNano(), p)
-	b.settle(p, recorded)
+	requests, retries := b.window(now.UnixNano(), p)
 	s := BudgetStats{
 		Requests:   int(requests),
 		Retries:    int(retries),

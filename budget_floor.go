@@ -47,7 +47,6 @@ func (b *Budget) creditFullAt(now int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
-	_, _, recorded := b.sum(now, p)
-	b.settle(p, recorded)
+	b.window(now, p)
 	return b.debt == 0
 }

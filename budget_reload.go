@@ -31,8 +31,7 @@ func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
 	}
 	p := newBudgetParams(cfg)
 	if !first {
-		_, _, recorded := b.sum(now, old)
-		b.settle(old, recorded)
+		b.window(now, old)
 		b.recap(old, p)
 	}
 	if p.slot == old.slot {
