@@ -14,7 +14,8 @@ type call struct {
 	p          *hostPolicy
 	maxRetries int
 	// targets are the candidates: the request's own origin first, then
-	// its usable fallbacks; one holds the own origin when there are none.
+	// its usable fallbacks, the demoted ones moved last (see setTargets);
+	// one holds the own origin when there are none.
 	targets []target
 	one     [1]target
 	ring    int            // where the next resend goes round targets
