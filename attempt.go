@@ -24,9 +24,8 @@ type attempt struct {
 	start    time.Time
 	took     time.Duration
 	received bool
-	traced   bool        // getConn and gotConn are tracked
-	getConn  atomic.Bool // the transport began to look for a connection
-	gotConn  atomic.Bool // and found one
+	getConn  atomic.Bool // the trace saw the transport look for a connection
+	gotConn  atomic.Bool // and find one
 	// ctx is the attempt's own context, which tells AttemptFromContext
 	// its number; it lives inside the attempt so that it costs no
 	// allocation of its own.
@@ -108,7 +107,6 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 	if a.timed || c.hedged {
 		ctx, a.cancel = context.WithCancel(ctx)
 		if a.timed && !c.resendable {
-			a.traced = true
 			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 				GetConn: func(string) { a.getConn.Store(true) },
 				GotConn: func(httptrace.GotConnInfo) { a.gotConn.Store(true) },
@@ -223,6 +221,6 @@ func (a *attempt) discard(resp *http.Response) {
 // failed, and no body byte was read.
 func (c *call) neverSent(a *attempt, err error) bool {
 	return err != nil && !a.gotConn.Load() &&
-		(a.traced && a.getConn.Load() || dialFailure(err)) &&
+		(a.getConn.Load() || dialFailure(err)) &&
 		(c.body == nil || c.body.untouched())
 }

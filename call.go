@@ -51,9 +51,7 @@ func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 		defer a.releaseOnPanic(resp)
 	}
 	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
-	if c.demoting {
-		c.tellOrigin(o)
-	}
+	c.tellOrigin(o)
 	return o
 }
 
@@ -74,19 +72,20 @@ func (a *attempt) releaseOnPanic(resp *http.Response) {
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
 // body to record, no context of its own (no timer, no hedge) and no header
-// to add. A request that a hedging policy may not resend is not hedged. A request that is not resendable needs no trace either, without a
-// timer: whether it left is told by its error (see neverSent).
+// to add. A request a hedging policy may not resend is not hedged, and
+// one that may be resent only if it never left needs no trace without a
+// timer: its error tells (see neverSent).
 func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	if !p.untimed || hasBody(r) && r.GetBody == nil {
 		return false
 	}
 	if p.hedge.copies() == 0 && p.autoKeyHeader == "" {
-		return true
+		return true // the common policy, without looking at r's headers
 	}
-	// A request the policy hedges needs a context of its own, and one it
-	// gives a key a header of its own.
 	safe := resendable(r, p.idemHeaders)
-	return !(safe && p.hedge.copies() > 0) && !(!safe && p.autoKeyHeader != "")
+	hedged := safe && p.hedge.copies() > 0  // needs a context of its own
+	keyed := !safe && p.autoKeyHeader != "" // needs a header of its own
+	return !hedged && !keyed
 }
 
 // newCall sets up what the attempts after the first need; start is when

@@ -325,7 +325,7 @@ func demoteLast[T any](s []T, last func(*T) bool) {
 // origin already demoted demoted until then (at most MaxRetryAfter).
 func (c *call) tellOrigin(o outcome) {
 	tg := o.a.tg
-	if tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
+	if !c.demoting || tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
 		return
 	}
 	s, p := &tg.state.demotion, tg.probe
@@ -354,6 +354,9 @@ func (c *call) tellOrigin(o outcome) {
 // a verdict on: it ended first (canceled, past its deadline, won by
 // another candidate).
 func (c *call) releaseProbes() {
+	if !c.demoting {
+		return
+	}
 	for i := range c.targets {
 		if tg := &c.targets[i]; tg.probe.claimed != 0 {
 			tg.state.demotion.release(tg.probe)

@@ -93,36 +93,21 @@ func hasUsableFallback(own origin, fallbacks []origin) bool {
 func (c *call) setTargets(fallbacks []origin, own target, pinned bool) {
 	c.one[0] = own
 	c.targets = c.one[:]
-	c.setStates()
-	if len(fallbacks) == 0 {
-		return
-	}
 	ownOrigin := origin{own.scheme, own.host}
-	seen := make([]origin, 0, 1+len(fallbacks))
-	seen = append(seen, ownOrigin)
-	targets := []target{own}
-next:
 	for _, fb := range fallbacks {
-		if !usable(ownOrigin, fb) {
+		if !usable(ownOrigin, fb) || c.isCandidate(fb) {
 			continue
 		}
-		for _, s := range seen {
-			if s == fb {
-				continue next
-			}
+		if len(c.targets) == 1 {
+			c.targets = append(make([]target, 0, 1+len(fallbacks)), own)
 		}
-		seen = append(seen, fb)
 		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
 		if p := c.t.policies.lookup(fb); !p.budget.Disabled {
 			tg.budget = c.t.budgets.forKey(fb.host, p.budget)
 		}
-		targets = append(targets, tg)
+		c.targets = append(c.targets, tg)
 	}
-	if len(targets) == 1 {
-		return
-	}
-	c.targets = targets
-	c.demoting = c.p.demote.after > 0
+	c.demoting = len(c.targets) > 1 && c.p.demote.after > 0
 	c.setStates()
 	if !c.demoting {
 		return
@@ -137,6 +122,16 @@ next:
 		tg.probe = p
 		return last
 	})
+}
+
+// isCandidate reports whether o is among the request's candidates already.
+func (c *call) isCandidate(o origin) bool {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.scheme == o.scheme && tg.host == o.host {
+			return true
+		}
+	}
+	return false
 }
 
 // setStates gives each candidate its record in Budgets when the request

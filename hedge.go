@@ -216,16 +216,19 @@ func (h *hedgedRound) learn(o outcome) {
 	if q == 0 || c.req.Context().Err() != nil {
 		return
 	}
-	s := o.a.tg.state
 	switch {
 	case !o.failure && o.err == nil:
-		s.learned().record(o.a.took, q)
+		learnAt(o.a.tg, o.a.took, q)
 	case o.a.fired.Load() && !o.a.byDeadline:
-		s.learned().record(c.p.perTry, q)
-	default:
-		return
+		learnAt(o.a.tg, c.p.perTry, q)
 	}
-	s.stamp() // in use, whether its budget records requests or not
+}
+
+// learnAt records one time to response headers of tg's origin, and marks
+// the origin in use, whether its budget records requests or not.
+func learnAt(tg *target, d time.Duration, q float64) {
+	tg.state.learned().record(d, q)
+	tg.state.stamp()
 }
 
 // cancelLosers cancels every attempt but the winner and waits for the
@@ -237,7 +240,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 	// caller ended was not overtaken, even if a copy's answer came after.
 	first, q := h.inflight[0], h.c.p.hedge.Quantile
 	if q > 0 && winner != nil && winner != first && !first.received && h.c.req.Context().Err() == nil {
-		first.tg.state.learned().record(time.Since(first.start), q)
+		learnAt(first.tg, time.Since(first.start), q)
 	}
 	for _, a := range h.inflight {
 		if a != winner {

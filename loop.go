@@ -59,9 +59,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			return c.giveUp(o, reason)
 		}
 		tg := &c.targets[p.to]
-		if c.observed(p.kind) {
-			c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
-		}
+		c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
 		st := status(o.resp)
 		c.drop(o)
 		o.resp = nil
@@ -204,15 +202,11 @@ func (c *call) giveUpError(reason Reason, err error) error {
 	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", reason, c.sent, err)
 }
 
-// observed reports whether anyone is told of events, so that a resend
-// need not build one for nobody.
-func (c *call) observed(kind EventKind) bool {
-	return len(c.t.observers) > 0 && c.t.observers.want(c.req.Context(), kind)
-}
-
-// emit tells the observers of e, which concerns an attempt to tg.
+// emit tells the observers of e, which concerns an attempt to tg. An
+// event no observer wants is not completed: its Origin is a string to
+// build.
 func (c *call) emit(e Event, tg *target) {
-	if !c.observed(e.Kind) {
+	if len(c.t.observers) == 0 || !c.t.observers.want(c.req.Context(), e.Kind) {
 		return
 	}
 	e.Request = c.req
@@ -234,8 +228,8 @@ func closeBody(b io.ReadCloser) {
 }
 
 // round sends attempt n to tg and, while it goes without response
-// headers for Hedge.After, copies of it, each routed, admitted and charged
-// like a resend. The first outcome that is not a failure wins and the other
+// headers for the round's delay (Hedge.After, or tg's learned one), copies
+// of it, each decided by next and paid for like a resend. The first outcome that is not a failure wins and the other
 // attempts are canceled, their responses discarded, before round returns:
 // no attempt outlives it but the winner. If every attempt fails, round
 // returns the failure to judge: a response rather than an error, and of

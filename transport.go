@@ -133,23 +133,17 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = checkOutcome(resp, err)
 		// No Deadline on this path, so the start time is not needed.
 		c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Time{}, true)
-		if c.demoting {
-			defer c.releaseProbes() // claimed in newCall; a panic must not keep them
-		}
+		defer c.releaseProbes() // claimed in newCall; a panic must not keep them
 		c.targets[0].tried = true
 		if resp != nil {
 			o := outcome{a: &c.first, resp: resp, failure: true} // answers said so
-			if c.demoting {
-				c.tellOrigin(o)
-			}
+			c.tellOrigin(o)
 			return c.loop(o)
 		}
 		return c.loop(c.judge(&c.first, nil, err))
 	}
 	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now(), !reorder)
-	if c.demoting {
-		defer c.releaseProbes()
-	}
+	defer c.releaseProbes()
 	c.nested = nested
 	first := &c.targets[0]
 	if reorder && first.budget != nil {
