@@ -12,7 +12,8 @@ import (
 // RetryTransport (see WithBudgets) so that rebuilding a transport, for
 // example on a configuration reload, keeps what the budgets have counted.
 // It forgets hosts idle for a whole window once their floor credit is full
-// again, and holds at most 10 000 hosts, however their names are spelled:
+// again, but not one demoted or with a learned hedge delay, and holds at
+// most 10 000 hosts, however their names are spelled:
 // when full, it forgets the tenth whose last request is oldest, so that a
 // busy host is never forgotten while hosts used once come and go. The zero
 // value is ready to use, and a Budgets is safe for concurrent use.
