@@ -97,7 +97,7 @@ func TestParseConfigErrors(t *testing.T) {
 				`default.budget.percent: -5 is outside 0..1000`,
 				`hosts["api.example.com"].backoff: "exponential(2s, 1s)": max is below the initial wait`,
 				`hosts["api.example.com"].maxRetries: 17 is outside 0..16`,
-				`hosts["api.example.com"].retryOn[1]: status 99 is outside 100..599`,
+				`hosts["api.example.com"].retryOn[1]: status 99 is outside 400..599`,
 				`hosts["x:abc"]: bad port "abc"`,
 				`hosts["x:abc"].hedge.max: 2 needs Hedge.After or Hedge.Quantile`,
 				`hosts["API.example.com"]: the same host as hosts["api.example.com"]`,
@@ -153,11 +153,11 @@ func TestParseConfigReportsEveryBadElement(t *testing.T) {
 		`default.retryOn[1]: "x": want an integer`,
 		`default.fallbacks[1]: 7: want a string`,
 		`default.fallbacks[3]: null: want a string`,
-		`default.retryOn[2]: status 700 is outside 100..599`,
+		`default.retryOn[2]: status 700 is outside 400..599`,
 		`default.fallbacks[2]: "ftp://x": scheme "ftp" is not http or https`,
 		`hosts["a"].retryOn[0]: null: want an integer`,
 		`hosts["a"].fallbacks[0]: true: want a string`,
-		`hosts["a"].retryOn[1]: status 99 is outside 100..599`,
+		`hosts["a"].retryOn[1]: status 99 is outside 400..599`,
 		`hosts["a"].fallbacks[1]: "https://xxxxx@b.example": an origin has no user info`,
 		`hosts["b"].retryOn: 503: want a list, each an integer`,
 	}, "; "), err.Error())
@@ -417,14 +417,18 @@ func TestParseConfigDemote(t *testing.T) {
 		"default": {"fallbacks": ["https://b.example"], "demote": {"after": 3, "for": "2s"}},
 		"hosts": {
 			"api.example.com": {"demote": {"max": "1m"}},
-			"quiet.example.com": {"demote": {"after": 0}},
+			"quiet.example.com": {"demote": {"after": -1}},
+			"zero.example.com": {"demote": {"after": 0}},
 			"plain.example.com": {"demote": null}
 		}
 	}`))
 	require.NoError(t, err)
 	assert.Equal(t, Demote{After: 3, For: 2 * time.Second}, cfg.Default.Demote)
 	assert.Equal(t, Demote{After: 3, For: 2 * time.Second, Max: time.Minute}, cfg.Hosts["api.example.com"].Demote)
-	assert.Equal(t, Demote{For: 2 * time.Second}, cfg.Hosts["quiet.example.com"].Demote, "after 0 turns it off, over a default that sets the others")
+	assert.Equal(t, Demote{After: -1, For: 2 * time.Second}, cfg.Hosts["quiet.example.com"].Demote, "after -1 turns it off, over a default that sets the others")
+	assert.Equal(t, 0, cfg.Hosts["zero.example.com"].Demote.After)
+	assert.Equal(t, cfg.Default.Demote.For, cfg.Hosts["zero.example.com"].Demote.For)
+	assert.Equal(t, Demote{}.resolve().after, resolvePolicy(cfg.Hosts["zero.example.com"]).demote.after, "after 0 means the default, as in Go")
 	assert.Equal(t, cfg.Default.Demote, cfg.Hosts["plain.example.com"].Demote, "null leaves default's")
 
 	cfg, err = ParseConfig([]byte(`{"default": {"demote": {"max": "5s"}}}`))
@@ -435,6 +439,7 @@ func TestParseConfigDemote(t *testing.T) {
 		"default": {"demote": {"after": 101, "for": "-1s", "max": "-2s"}},
 		"hosts": {
 			"a.example": {"demote": {"after": -1, "for": "2s", "max": "1s"}},
+			"d.example": {"demote": {"after": 7, "for": "-3s"}},
 			"b.example": {"demote": {"after": "x", "every": 1, "for": 5}},
 			"c.example": {"demote": []}
 		}
@@ -442,11 +447,11 @@ func TestParseConfigDemote(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrInvalidPolicy)
 	assert.Equal(t, "httpretry: config: "+strings.Join([]string{
-		`default.demote.after: 101 is outside 0..100`,
+		`default.demote.after: 101 is above 100`,
 		`default.demote.for: -1s is negative`,
 		`default.demote.max: -2s is negative`,
-		`hosts["a.example"].demote.after: -1 is outside 0..100`,
 		`hosts["a.example"].demote.max: 1s is less than Demote.For 2s`,
+		`hosts["d.example"].demote.for: -3s is negative`,
 		`hosts["b.example"].demote.after: "x": want an integer`,
 		`hosts["b.example"].demote.every: unknown field`,
 		`hosts["b.example"].demote.for: 5: want a duration such as "250ms"`,

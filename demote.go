@@ -16,11 +16,13 @@ import (
 // if the ones before it fail, and when every candidate is demoted the
 // configured order stays. Once a demotion has passed, one request at a time
 // probes the origin in its configured place, and an answer restores it. A
-// request with one candidate is unaffected. The zero value keeps the
-// configured order.
+// request with one candidate is unaffected. The zero value demotes as
+// DefaultPolicy does, after 5 failures in a row, as a "demote" key left out
+// of JSON does; After -1 keeps the configured order.
 type Demote struct {
 	// After is the number of consecutive failures of an origin that
-	// demote it, at most 100; 0 turns demotion off.
+	// demote it, at most 100; 0 means 5, and a negative value turns
+	// demotion off.
 	After int
 	// For is the length of the first demotion: the nth in a row lasts up
 	// to min(n×For, Max), drawn uniformly from its upper half, and n falls
@@ -39,12 +41,13 @@ const (
 )
 
 // problems words each invalid field of d as "Demote.Field text". Unlike
-// Hedge.Max, For and Max do not need After: After 0 alone turns demotion
-// off, so that a host entry can do so over a default that sets the others.
+// Hedge.Max, For and Max do not need After: a negative After alone turns
+// demotion off, so that a host entry can do so over a default that sets the
+// others, and they are still checked then.
 func (d Demote) problems() []string {
 	var bad []string
-	if d.After < 0 || d.After > maxDemoteAfter {
-		bad = append(bad, fmt.Sprintf("Demote.After %d is outside 0..%d", d.After, maxDemoteAfter))
+	if d.After > maxDemoteAfter {
+		bad = append(bad, fmt.Sprintf("Demote.After %d is above %d", d.After, maxDemoteAfter))
 	}
 	if d.For < 0 {
 		bad = append(bad, fmt.Sprintf("Demote.For %v is negative", d.For))
@@ -67,7 +70,10 @@ type demoteRule struct {
 
 // resolve applies d's defaults; d must be valid.
 func (d Demote) resolve() demoteRule {
-	r := demoteRule{after: int32(d.After), base: d.For, max: d.Max}
+	r := demoteRule{after: int32(max(d.After, 0)), base: d.For, max: d.Max}
+	if d.After == 0 {
+		r.after = defaultDemoteAfter
+	}
 	if r.base == 0 {
 		r.base = defaultDemoteFor
 	}

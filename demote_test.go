@@ -49,14 +49,19 @@ func TestDemoteProblems(t *testing.T) {
 		{"max equal to for", Demote{After: 1, For: time.Second, Max: time.Second}, nil},
 		{"for above the default max", Demote{After: 1, For: time.Minute}, nil},
 		{"max below the default for", Demote{After: 1, Max: time.Millisecond}, nil},
-		{"after negative", Demote{After: -1}, []string{"Demote.After -1 is outside 0..100"}},
-		{"after too large", Demote{After: 101}, []string{"Demote.After 101 is outside 0..100"}},
+		{"after negative: off", Demote{After: -1}, nil},
+		{"after very negative: off", Demote{After: -1000}, nil},
+		{"after too large", Demote{After: 101}, []string{"Demote.After 101 is above 100"}},
 		{"for negative", Demote{After: 5, For: -time.Second}, []string{"Demote.For -1s is negative"}},
 		{"max negative", Demote{After: 5, Max: -time.Second}, []string{"Demote.Max -1s is negative"}},
 		{"max below for", Demote{After: 5, For: 2 * time.Second, Max: time.Second},
 			[]string{"Demote.Max 1s is less than Demote.For 2s"}},
-		{"all at once", Demote{After: -3, For: -time.Second, Max: -time.Millisecond}, []string{
-			"Demote.After -3 is outside 0..100",
+		{"off, still checked", Demote{After: -1, For: -time.Second, Max: -time.Millisecond}, []string{
+			"Demote.For -1s is negative",
+			"Demote.Max -1ms is negative",
+		}},
+		{"all at once", Demote{After: 300, For: -time.Second, Max: -time.Millisecond}, []string{
+			"Demote.After 300 is above 100",
 			"Demote.For -1s is negative",
 			"Demote.Max -1ms is negative",
 		}},
@@ -73,7 +78,8 @@ func TestDemoteResolve(t *testing.T) {
 		d    Demote
 		want demoteRule
 	}{
-		{"zero", Demote{}, demoteRule{after: 0, base: time.Second, max: 30 * time.Second}},
+		{"zero: the default", Demote{}, demoteRule{after: 5, base: time.Second, max: 30 * time.Second}},
+		{"off", Demote{After: -1, For: 2 * time.Second}, demoteRule{after: 0, base: 2 * time.Second, max: 30 * time.Second}},
 		{"default", Demote{After: 5}, demoteRule{after: 5, base: time.Second, max: 30 * time.Second}},
 		{"set", Demote{After: 3, For: 2 * time.Second, Max: 10 * time.Second},
 			demoteRule{after: 3, base: 2 * time.Second, max: 10 * time.Second}},
@@ -140,10 +146,10 @@ func TestDemotionCount(t *testing.T) {
 		assert.Zero(t, s.fails.Load())
 		assert.EqualValues(t, 1, s.streak.Load())
 	})
-	t.Run("After 0 is off", func(t *testing.T) {
+	t.Run("After -1 is off", func(t *testing.T) {
 		var s demotion
 		for range 200 {
-			ok, _ := s.failed(dt0, probe{}, Demote{}.resolve(), r)
+			ok, _ := s.failed(dt0, probe{}, Demote{After: -1}.resolve(), r)
 			assert.False(t, ok)
 		}
 		assert.Zero(t, s.fails.Load())

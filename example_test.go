@@ -189,5 +189,5 @@ func ExampleBackoff_Ceiling() {
 func ExamplePolicy_Validate() {
 	p := httpretry.Policy{MaxRetries: 20, RetryOn: []int{503, 700}, PerTryTimeout: -time.Second}
 	fmt.Println(p.Validate())
-	// Output: httpretry: invalid policy: MaxRetries 20 is outside 0..16; RetryOn status 700 is outside 100..599; PerTryTimeout -1s is negative
+	// Output: httpretry: invalid policy: MaxRetries 20 is outside 0..16; RetryOn status 700 is outside 400..599; PerTryTimeout -1s is negative
 }

@@ -14,9 +14,11 @@ const MaxRetriesLimit = 16
 
 // Policy says when and how a request is resent. A Policy is a plain value:
 // New resolves it once, so changing it afterwards has no effect on a
-// transport. The zero Policy turns retrying off; in a Policy with
-// MaxRetries > 0, a zero Backoff, MaxRetryAfter or MaxReplayBytes, a nil
-// RetryOn and a zero Budget mean their defaults (see DefaultPolicy). A
+// transport. A Go literal means what its JSON means: every field but
+// MaxRetries left zero takes DefaultPolicy's value, as a key left out of
+// JSON does, and a feature DefaultPolicy turns on is turned off by a
+// negative value (Demote.After -1), so Policy{MaxRetries: 2} and
+// {"maxRetries": 2} are one policy. The zero Policy turns retrying off. A
 // Policy reads and writes JSON, RetryIf aside (see ParseConfig).
 type Policy struct {
 	// MaxRetries is the number of resends after the first attempt, at most
@@ -67,8 +69,9 @@ type Policy struct {
 	// calls. An https request is never sent to an http origin.
 	Fallbacks []string
 	// Demote moves an origin that keeps failing behind the request's other
-	// candidates for a while; the zero value keeps their configured order.
-	// DefaultPolicy demotes after 5 consecutive failures.
+	// candidates for a while: after 5 consecutive failures, as in
+	// DefaultPolicy, when it is zero; Demote{After: -1} keeps their
+	// configured order.
 	Demote Demote
 	// RetryIf, when set, decides which outcomes are failures worth another
 	// attempt, in place of RetryOn and the transport-error rule; it must
@@ -148,8 +151,10 @@ func (p Policy) problems() []problem {
 		add("MaxRetries", "%d is outside 0..%d", p.MaxRetries, MaxRetriesLimit)
 	}
 	for _, s := range p.RetryOn {
-		if s < 100 || s > 599 {
-			add("RetryOn", "status %d is outside 100..599", s)
+		if s < 400 || s > 599 {
+			// A 1xx-3xx status is no failure: retrying it would resend
+			// every healthy request.
+			add("RetryOn", "status %d is outside 400..599", s)
 		}
 	}
 	if p.PerTryTimeout < 0 {

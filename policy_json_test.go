@@ -270,8 +270,8 @@ func TestDemoteJSON(t *testing.T) {
 	d := Demote{After: 9, Max: time.Minute}
 	require.NoError(t, json.Unmarshal([]byte(`{"for": "2s"}`), &d))
 	assert.Equal(t, Demote{After: 5, For: 2 * time.Second}, d, "a field left out is DefaultPolicy's, whatever d held")
-	require.NoError(t, json.Unmarshal([]byte(`{"after": 0}`), &d))
-	assert.Equal(t, Demote{}, d, "0 turns it off")
+	require.NoError(t, json.Unmarshal([]byte(`{"after": -1}`), &d))
+	assert.Equal(t, Demote{After: -1}, d, "-1 turns it off")
 	assert.EqualError(t, json.Unmarshal([]byte(`{"after": 2, "for": "soon"}`), &d), `httpretry: demote: for: "soon": want a duration such as "250ms"`)
-	assert.Equal(t, Demote{}, d, "unchanged on error")
+	assert.Equal(t, Demote{After: -1}, d, "unchanged on error")
 }

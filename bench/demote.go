@@ -24,7 +24,7 @@ import (
 type DemoteConfig struct {
 	Fault   DemoteFault
 	AllDown bool
-	// Demote is the policy's; with After set, a zero For or Max is
+	// Demote is the policy's; unless After is negative, a zero For or Max is
 	// resolved to its default (1 s, 30 s) before it is scaled.
 	Demote     httpretry.Demote
 	MaxRetries int
@@ -115,7 +115,7 @@ func (c DemoteConfig) policy(fallbacks []string) httpretry.Policy {
 	p.PerTryTimeout = scaled(c.PerTryTimeout, c.Scale)
 	p.Fallbacks = fallbacks
 	p.Demote = c.Demote
-	if d := &p.Demote; d.After > 0 {
+	if d := &p.Demote; d.After >= 0 {
 		d.For = scaled(cmp.Or(d.For, time.Second), c.Scale)
 		d.Max = scaled(cmp.Or(d.Max, 30*time.Second), c.Scale)
 	}

@@ -89,7 +89,7 @@ func mostDemotions(d httpretry.Demote, outage time.Duration) int {
 func TestDemoteOffTriesThePrimaryEveryTime(t *testing.T) {
 	for _, fault := range []DemoteFault{FaultRefuse, FaultUnavailable, FaultBlackHole} {
 		t.Run(fault.String(), func(t *testing.T) {
-			cfg := DemoteScenario(fault, httpretry.Demote{}, 1)
+			cfg := DemoteScenario(fault, httpretry.Demote{After: -1}, 1)
 			r := runDemoteInBubble(t, cfg)
 			want := int(cfg.Outage) / int(time.Second) * cfg.Rate
 			assert.Equal(t, want, r.Requests)
@@ -165,10 +165,10 @@ func TestDemoteConfigScalesTime(t *testing.T) {
 	p := cfg.policy([]string{"http://b", "http://c"})
 	assert.Equal(t, httpretry.Demote{After: 5, For: 100 * time.Millisecond, Max: 3 * time.Second}, p.Demote)
 	assert.Equal(t, 20*time.Millisecond, p.PerTryTimeout)
-	assert.Zero(t, DemoteScenario(FaultUnavailable, httpretry.Demote{}, 0.1).PerTryTimeout, "DefaultPolicy's")
+	assert.Zero(t, DemoteScenario(FaultUnavailable, httpretry.Demote{After: -1}, 0.1).PerTryTimeout, "DefaultPolicy's")
 	assert.Equal(t, time.Second, p.Budget.Window)
 	assert.Equal(t, 3, p.MaxRetries)
-	assert.Equal(t, httpretry.Demote{}, DemoteScenario(FaultRefuse, httpretry.Demote{}, 0.1).policy(nil).Demote,
+	assert.Equal(t, httpretry.Demote{After: -1}, DemoteScenario(FaultRefuse, httpretry.Demote{After: -1}, 0.1).policy(nil).Demote,
 		"Demote{} stays off")
 	assert.Error(t, DemoteConfig{}.validate())
 }

@@ -348,7 +348,7 @@ func TestFallbackUnderNetworkFaults(t *testing.T) {
 			// These cases assert point 13's candidate order under a
 			// primary that keeps failing: no demotion (point 18, in
 			// demote_test.go) may reorder it.
-			p.Demote = httpretry.Demote{}
+			p.Demote = httpretry.Demote{After: -1}
 			p.Budget.Disabled = tc.noBudget
 			p.PerTryTimeout = cmp.Or(tc.perTry, generousPerTry)
 			r := newFallbackRig(t, p)

@@ -34,7 +34,7 @@ func main() {
 var rows = []httpretry.Demote{{}, {After: 5}}
 
 func report(w, progress io.Writer, scale float64) error {
-	cfg := bench.DemoteScenario(bench.FaultBlackHole, httpretry.Demote{}, scale)
+	cfg := bench.DemoteScenario(bench.FaultBlackHole, httpretry.Demote{After: -1}, scale)
 	fmt.Fprintln(w, "## Demotion: a failing origin goes to the back")
 	fmt.Fprintf(w, "\nThree loopback origins, GETs at %d per second to the primary with the other two as fallbacks; the primary fails for %v after %v, then is healthy for %v. DefaultPolicy (MaxRetries %d, no PerTryTimeout), with PerTryTimeout %v when the primary is a black hole. Compressed by %g: the run takes %v, at %d requests per second, with PerTryTimeout %v and Demote{After: 5} meaning For %v and Max %v. Latencies are as measured in the compressed run; \"back after recovery\" is in real time (measured ÷ %g).\n\n",
 		cfg.Rate, cfg.Outage, cfg.Before, cfg.After, cfg.MaxRetries, cfg.PerTryTimeout, scale,
@@ -68,7 +68,7 @@ func report(w, progress io.Writer, scale float64) error {
 		return err
 	}
 
-	all := bench.DemoteAllDown(httpretry.Demote{}, scale)
+	all := bench.DemoteAllDown(httpretry.Demote{After: -1}, scale)
 	fmt.Fprintf(w, "\nAll three origins answering 503 for %v (%v compressed), MaxRetries 0: each request must cost exactly one call to each origin, demoted or not.\n\n",
 		all.Outage, scaled(all.Outage, scale))
 	t = bench.NewTable(1, "Demote", "requests", "calls / request", "fewest", "most")
@@ -97,8 +97,8 @@ func run(progress io.Writer, cfg bench.DemoteConfig) (bench.DemoteResult, error)
 }
 
 func demoteName(d httpretry.Demote) string {
-	if d.After == 0 {
-		return "`Demote{}`"
+	if d.After < 0 {
+		return "`Demote{After: -1}`"
 	}
 	return fmt.Sprintf("`Demote{After: %d}`", d.After)
 }
