@@ -26,7 +26,8 @@ type call struct {
 	drawn          int           // attempts drawn on the pool of maxRetries
 	resendable     bool          // the method or a key makes a resend safe
 	demoting       bool          // Demote may reorder the candidates, and counts their failures
-	nested         bool          // req is an outer httpretry's resend: see fromOuterResend
+	nested         bool          // req is an outer httpretry's attempt: see fromOuterAttempt
+	marks          bool          // every attempt carries its number: an httpretry is inside
 	hedged         bool          // attempts are hedged: see hedges
 	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
 	body           *replayBody   // nil: no body, or GetBody replays it
@@ -106,15 +107,15 @@ func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fall
 	}
 	if hasBody(r) && r.GetBody == nil {
 		limit := p.maxReplay
-		if !c.resendable {
+		if !c.resendable || maxRetries == 0 && !hasUsableFallback(own, fallbacks) {
 			// It may be resent only if it never left: count, don't keep.
 			limit = 0
 		}
 		c.body = newReplayBody(r.Body, limit, r.ContentLength)
 	}
 	c.setTargets(fallbacks, target{scheme: own.scheme, host: own.host, budget: budget}, pinned)
-	c.first.n, c.first.tg = 1, &c.targets[0] // as sent by the fast path
-	c.hedged = c.hedges()
+	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
+	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
 	c.waitLeft = p.waitBudget
 	if p.deadline > 0 {
 		c.policyDeadline = start.Add(p.deadline)

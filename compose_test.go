@@ -1,8 +1,13 @@
 package httpretry
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,4 +39,91 @@ func TestLiteralMeansItsJSON(t *testing.T) {
 	}
 	// And DefaultPolicy is the zero policy with MaxRetries 3.
 	assert.Equal(t, resolvePolicy(DefaultPolicy()), resolvePolicy(Policy{MaxRetries: 3}))
+}
+
+// Wrapping twice never multiplies: the outer's policy governs, and the
+// inner makes no resends of its own, but still records its requests.
+func TestWrappingTwiceNeverMultiplies(t *testing.T) {
+	var calls atomic.Int32
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		calls.Add(1)
+		return fakeResponse(r, http.StatusServiceUnavailable, nil, "busy"), nil
+	})
+	get := func(rt http.RoundTripper) int {
+		calls.Store(0)
+		req, _ := http.NewRequest(http.MethodGet, "http://h.test/", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		resp.Body.Close()
+		return int(calls.Load())
+	}
+	t.Run("directly", func(t *testing.T) {
+		inner := NewBudgets()
+		rt := New(New(base, WithPolicy(fastPolicy(3)), WithBudgets(inner)), WithPolicy(fastPolicy(3)))
+		assert.Equal(t, 4, get(rt), "the outer's 1 + 3")
+		assert.Equal(t, 4, get(rt))
+		rt = New(New(base, WithPolicy(DefaultPolicy()), WithBudgets(inner)),
+			WithPolicy(Policy{MaxRetries: 2, Backoff: NoBackoff()}))
+		assert.Equal(t, 3, get(rt), "the outer's 1 + 2, whatever the inner's policy")
+		assert.Equal(t, 3, inner.For("h.test", BudgetConfig{}).Stats().Requests, "the inner records what it sends")
+		assert.Zero(t, inner.For("h.test", BudgetConfig{}).Stats().Retries)
+	})
+	t.Run("through a middleware", func(t *testing.T) {
+		inner := New(base, WithPolicy(fastPolicy(3)))
+		var mw http.RoundTripper = roundTripFunc(inner.RoundTrip)
+		rt := New(mw, WithPolicy(fastPolicy(3)))
+		// The first request's first attempt goes out as the caller's own,
+		// with no context to tell; its resends do, and teach the outer.
+		get(rt)
+		assert.Equal(t, 4, get(rt))
+		assert.Equal(t, 4, get(rt))
+	})
+}
+
+// Time bounds hold whatever MaxRetries is: from the policy, from
+// WithMaxRetries, with and without a fallback.
+func TestMaxRetriesZeroKeepsTimeBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		policy    Policy
+		ctx       func(context.Context) context.Context
+		fallbacks bool
+		want      time.Duration
+		sentinel  error
+	}{
+		{"policy, per try", Policy{PerTryTimeout: 300 * time.Millisecond}, nil, false, 300 * time.Millisecond, ErrAttemptTimeout},
+		{"policy, deadline", Policy{Deadline: 200 * time.Millisecond}, nil, false, 200 * time.Millisecond, ErrDeadline},
+		{"WithMaxRetries 0, per try", Policy{MaxRetries: 3, PerTryTimeout: 300 * time.Millisecond},
+			func(ctx context.Context) context.Context { return WithMaxRetries(ctx, 0) }, false, 300 * time.Millisecond, ErrAttemptTimeout},
+		{"fallback, per try each", Policy{PerTryTimeout: 300 * time.Millisecond, Fallbacks: []string{"http://b.test"}},
+			nil, true, 600 * time.Millisecond, ErrAttemptTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int32
+				base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					calls.Add(1)
+					<-r.Context().Done()
+					return nil, r.Context().Err()
+				})
+				rt := New(base, WithPolicy(tc.policy))
+				ctx := context.Background()
+				if tc.ctx != nil {
+					ctx = tc.ctx(ctx)
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://a.test/", nil)
+				start := time.Now()
+				resp, err := rt.RoundTrip(req)
+				require.Nil(t, resp)
+				assert.ErrorIs(t, err, tc.sentinel)
+				assert.Equal(t, tc.want, time.Since(start))
+				want := int32(1)
+				if tc.fallbacks {
+					want = 2
+				}
+				assert.Equal(t, want, calls.Load())
+			})
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -19,6 +20,10 @@ type RetryTransport struct {
 	policies  policyTable
 	budgets   *Budgets
 	observers observers
+	// wrapsRetry says that an httpretry is inside base (see
+	// fromOuterAttempt): every attempt, the first too, then carries a
+	// context that tells it so.
+	wrapsRetry atomic.Bool
 }
 
 var _ http.RoundTripper = (*RetryTransport)(nil)
@@ -52,7 +57,11 @@ func (c *config) transport(base http.RoundTripper, policies policyTable) *RetryT
 	if budgets == nil {
 		budgets = NewBudgets()
 	}
-	return &RetryTransport{base: base, policies: policies, budgets: budgets, observers: c.observers}
+	t := &RetryTransport{base: base, policies: policies, budgets: budgets, observers: c.observers}
+	if _, ok := base.(*RetryTransport); ok {
+		t.wrapsRetry.Store(true)
+	}
+	return t
 }
 
 // zeroTransport is what a zero RetryTransport stands for.
@@ -96,8 +105,17 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req.Body)
 		return nil, err
 	}
+	// An outer httpretry's policy governs its attempts: this one makes
+	// no resends of its own, and only its fallbacks and time bounds act.
+	nested := fromOuterAttempt(req)
+	if nested {
+		maxRetries = 0
+	}
 	moves := hasUsableFallback(own, fallbacks)
-	if maxRetries == 0 && !moves {
+	if maxRetries == 0 && !moves && p.untimed {
+		if nested && !p.budget.Disabled {
+			t.budgets.forKey(own.host, p.budget).Record()
+		}
 		return passThrough(t.base, req)
 	}
 
@@ -119,8 +137,8 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if budget != nil && !reorder {
 		budget.Record()
 	}
-	nested := fromOuterResend(req)
-	if !nested && !reorder && sendsAsIs(req, p) {
+	marks := t.wrapsRetry.Load()
+	if !nested && !marks && !reorder && sendsAsIs(req, p) {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
 		resp, err := t.base.RoundTrip(req)
@@ -144,7 +162,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now(), !reorder)
 	defer c.releaseProbes()
-	c.nested = nested
+	c.nested, c.marks = nested, marks
 	first := &c.targets[0]
 	if reorder && first.budget != nil {
 		// Its first attempt is this origin's request (point 18).

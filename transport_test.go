@@ -805,9 +805,10 @@ func TestAttemptFromContext(t *testing.T) {
 	assert.Equal(t, 1, AttemptFromContext(context.Background()))
 }
 
-// With httpretry inside httpretry, the inner base sees the inner's own
-// attempt numbers on every path (point 19); an inner that passes requests
-// through untouched leaves the outer's.
+// With httpretry inside httpretry, the outer's policy governs (point 20):
+// the inner resends nothing, so four upstream calls are the outer's four
+// attempts. An inner that passes them through leaves the outer's numbers;
+// one that acts on them (its time bound, its fallbacks) numbers its own.
 func TestNestedTransportsReportTheInnermostAttempt(t *testing.T) {
 	inner := func(p Policy) Policy { return p }
 	tests := []struct {
@@ -816,10 +817,10 @@ func TestNestedTransportsReportTheInnermostAttempt(t *testing.T) {
 		body  bool
 		want  []int
 	}{
-		{"fast path", inner, false, []int{1, 2, 1, 2}},
-		{"per-try timeout", func(p Policy) Policy { p.PerTryTimeout = time.Minute; return p }, false, []int{1, 2, 1, 2}},
-		{"hedged", func(p Policy) Policy { p.Hedge = Hedge{After: time.Minute}; return p }, false, []int{1, 2, 1, 2}},
-		{"recorded body", inner, true, []int{1, 2, 1, 2}},
+		{"fast path", inner, false, []int{1, 2, 3, 4}},
+		{"per-try timeout", func(p Policy) Policy { p.PerTryTimeout = time.Minute; return p }, false, []int{1, 1, 1, 1}},
+		{"hedged", func(p Policy) Policy { p.Hedge = Hedge{After: time.Minute}; return p }, false, []int{1, 2, 3, 4}},
+		{"recorded body", inner, true, []int{1, 2, 3, 4}},
 		{"fallback", func(p Policy) Policy { p.MaxRetries = 0; p.Fallbacks = []string{"http://b.test"}; return p }, false, []int{1, 2, 1, 2}},
 		{"inner passes through", func(p Policy) Policy { p.MaxRetries = 0; return p }, false, []int{1, 2, 3, 4}},
 	}
