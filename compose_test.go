@@ -127,3 +127,94 @@ func TestMaxRetriesZeroKeepsTimeBounds(t *testing.T) {
 		})
 	}
 }
+
+// A copy is charged to the request it copies: hedging beside a fallback
+// goes on at the rate the primary's budget allows, and the fallback
+// records the copies it carries as requests.
+func TestHedgingBesideAFallbackGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == "a.test" && r.Header.Get("X-Stall") != "" {
+				select {
+				case <-time.After(300 * time.Millisecond):
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+		})
+		p := DefaultPolicy()
+		p.Hedge = Hedge{After: 20 * time.Millisecond}
+		p.Fallbacks = []string{"http://b.test"}
+		bs := NewBudgets()
+		var rec recorder
+		rt := New(base, WithPolicy(p), WithBudgets(bs), WithObserver(rec.observe))
+		for block := range 5 {
+			if block > 0 {
+				time.Sleep(10 * time.Second) // a new window
+			}
+			rec.events = nil
+			for i := range 100 {
+				req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+				if i%10 == 0 {
+					req.Header.Set("X-Stall", "1")
+				}
+				resp, err := rt.RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				n.Add(1)
+			}
+			var sent, refused int
+			for _, e := range rec.all() {
+				if e.Kind == EventHedge && e.Reason == 0 {
+					sent++
+					assert.Equal(t, "http://b.test", e.Origin)
+				} else if e.Kind == EventHedge {
+					refused++
+				}
+			}
+			assert.Equal(t, 10, sent, "block %d: every stalled request copied", block)
+			assert.Zero(t, refused, "block %d", block)
+		}
+		// The last window: 100 requests and 10 copies at a; 10 requests at b.
+		assert.Equal(t, BudgetStats{Requests: 10}, statsOf(bs, "b.test", p.Budget))
+		assert.Equal(t, 10, statsOf(bs, "a.test", p.Budget).Retries)
+	})
+}
+
+// A copy the budget refuses is told as refused, with its Reason, of the
+// origin whose budget refused it; the log says it was refused.
+func TestARefusedCopyIsToldAsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == "a.test" {
+				select {
+				case <-time.After(300 * time.Millisecond):
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+		})
+		p := DefaultPolicy()
+		p.Hedge = Hedge{After: 20 * time.Millisecond}
+		p.Budget = BudgetConfig{Percent: 1, MinRetries: -1} // grants nothing to one request
+		p.Fallbacks = []string{"http://b.test"}
+		var rec recorder
+		rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		var hedges []Event
+		for _, e := range rec.all() {
+			if e.Kind == EventHedge {
+				hedges = append(hedges, e)
+			}
+		}
+		require.Len(t, hedges, 1)
+		assert.Equal(t, ReasonBudget, hedges[0].Reason)
+		assert.Equal(t, "http://a.test", hedges[0].Origin, "the origin whose budget refused")
+	})
+}

@@ -105,9 +105,6 @@ func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bo
 		switch {
 		case hedge:
 			// A copy to a new candidate is still drawn on the pool.
-			if refused != nil && refused[k] {
-				return plan{}, ReasonBudget
-			}
 			if _, reason := c.admit(tg, now, 0, true); reason != 0 {
 				return plan{}, reason
 			}

@@ -74,13 +74,13 @@ func TestPayChargesTheBudgetAndSpendsTheWaitBudget(t *testing.T) {
 	b.params.Store(newBudgetParams(BudgetConfig{MinRetries: 1}))
 	c := &call{p: resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100))}), maxRetries: 3, waitLeft: ms(250)}
 	c.targets = []target{{budget: b, tried: true}}
-	p, res, reason := c.pay(t0, 0, false)
+	p, res, reason := c.pay(t0, 0)
 	require.Equal(t, Reason(0), reason)
 	assert.Equal(t, plan{to: 0, wait: ms(100), kind: EventRetry}, p)
 	assert.Equal(t, b, res.b, "the reservation is the loop's to refund")
 	assert.Equal(t, 1, c.drawn)
 	assert.Equal(t, ms(150), c.waitLeft)
-	_, _, reason = c.pay(t0, 0, false)
+	_, _, reason = c.pay(t0, 0)
 	assert.Equal(t, ReasonBudget, reason, "MinRetries 1 and no requests: one grant")
 	assert.Equal(t, 1, c.drawn, "a refusal draws nothing")
 	assert.Equal(t, ms(150), c.waitLeft)
@@ -124,7 +124,6 @@ func TestNextAtFixedInstants(t *testing.T) {
 		{name: "the wait crosses the deadline", cands: []cand{{tried: true}}, deadline: ms(100), reason: ReasonDeadline},
 		{name: "a copy to an untried candidate", cands: []cand{{tried: true}, {}}, hedge: true, want: plan{1, 0, EventHedge}},
 		{name: "a copy draws on the pool", cands: []cand{{tried: true}, {}}, hedge: true, drawn: 3, reason: ReasonExhausted},
-		{name: "a copy refused by an untried candidate's budget", cands: []cand{{tried: true}, {}}, hedge: true, refused: []bool{false, true}, reason: ReasonBudget},
 		{name: "a copy round the candidates", cands: []cand{{tried: true}}, hedge: true, want: plan{0, 0, EventHedge}},
 		{name: "a copy cannot wait out a Retry-After", cands: []cand{{tried: true, raUntil: ms(10)}}, hedge: true, reason: ReasonRetryAfterTooLong},
 	}

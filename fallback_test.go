@@ -418,7 +418,8 @@ func TestAFallbackNeverSentDoesNotRefundACopy(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
 		_, err := New(base, WithPolicy(p), WithBudgets(bs), WithObserver(slow)).RoundTrip(req)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Equal(t, BudgetStats{Requests: 0, Retries: 1}, statsOf(bs, "b.test", p.Budget), "the copy to b was sent")
+		assert.Equal(t, BudgetStats{Requests: 1, Retries: 0}, statsOf(bs, "b.test", p.Budget), "the copy to b was sent: a request there")
+		assert.Equal(t, BudgetStats{Requests: 1, Retries: 1}, statsOf(bs, "a.test", p.Budget), "charged to the request it copies")
 	})
 }
 

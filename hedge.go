@@ -157,40 +157,71 @@ func stronger(x, y outcome, now time.Time) bool {
 
 // hedge sends a copy if one is admitted, to the next candidate not yet
 // tried, or round the candidates; it reports whether another copy may
-// follow. after is the round's delay between copies. A learned copy also
-// needs room under its cap in the window of the round's origin.
+// follow. after is the round's delay between copies.
+//
+// A copy is charged to the request it copies (point 20): to the budget of
+// the round's origin, wherever it goes, and a learned copy needs room
+// under its cap in the same window; the candidate it goes to, if another,
+// records it as a request, the load it carries. So hedging beside a
+// fallback goes on at the rate the primary's budget allows, and a
+// fallback never starves for credit it could not earn. A copy that is due
+// and not sent is told with its Reason, of the origin that refused it.
 func (h *hedgedRound) hedge(after time.Duration) bool {
 	c := h.c
 	next := c.sent + 1
 	now := time.Now()
-	// The body comes first: a copy that cannot be sent is not charged.
-	body, reason := c.copyBody()
+	s, reason := c.next(now, 0, true, nil)
 	tg := h.last
-	capped := reason == 0 && c.p.hedge.Quantile > 0 && h.origin.budget != nil
-	if capped && !h.origin.budget.takeCopyAt(now, c.p.hedge.Quantile) {
-		closeBody(body)
-		reason, capped = ReasonBudget, false
+	if reason == 0 {
+		tg = &c.targets[s.to]
+	}
+	var body io.ReadCloser
+	if reason == 0 {
+		// The body comes before the charge: a copy that cannot be sent is
+		// not charged.
+		body, reason = c.copyBody()
 	}
 	if reason == 0 {
-		var s plan
-		if s, _, reason = c.pay(now, 0, true); reason == 0 {
-			tg = &c.targets[s.to]
-		} else {
+		if reason = h.charge(now); reason != 0 {
 			closeBody(body)
-			if capped {
-				h.origin.budget.untakeCopyAt(now)
-			}
+			tg = h.origin
 		}
 	}
 	if reason != 0 {
-		c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason}, tg)
 		h.hedging = false
+		c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason}, tg)
 		return false
 	}
-	c.emit(Event{Kind: EventHedge, Attempt: next, Delay: after * time.Duration(h.copies+1)}, tg)
+	if tg != h.origin && tg.budget != nil {
+		tg.budget.Record()
+	}
+	c.commit(s)
 	h.launch(next, tg, body)
 	h.copies++
+	// Told once the copy is in flight, so that an observer that panics
+	// leaves it to the round, which cancels it.
+	c.emit(Event{Kind: EventHedge, Attempt: next, Delay: after * time.Duration(h.copies)}, tg)
 	return h.copies < c.p.hedge.copies()
+}
+
+// charge reserves one copy on the budget of the round's origin, and under
+// a learned delay counts it against that origin's cap on copies.
+func (h *hedgedRound) charge(now time.Time) Reason {
+	b := h.origin.budget
+	if b == nil {
+		return 0 // disabled: no window, no cap; the pool still bounds
+	}
+	q := h.c.p.hedge.Quantile
+	if q > 0 && !b.takeCopyAt(now, q) {
+		return ReasonBudget
+	}
+	if _, ok := b.reserveAt(now); !ok {
+		if q > 0 {
+			b.untakeCopyAt(now)
+		}
+		return ReasonBudget
+	}
+	return 0
 }
 
 // hedgeAfter is how long a round whose first attempt went to tg waits

@@ -81,7 +81,11 @@ func logEvent(l *slog.Logger, e Event) {
 	if e.Origin != "" {
 		attrs = append(attrs, slog.String("origin", e.Origin))
 	}
-	l.LogAttrs(ctx, level, "httpretry "+e.Kind.String(), attrs...)
+	msg := "httpretry " + e.Kind.String()
+	if e.Kind == EventHedge && e.Reason != 0 {
+		msg = "httpretry hedge refused" // due, and not sent: never told as a copy
+	}
+	l.LogAttrs(ctx, level, msg, attrs...)
 }
 
 func methodOf(r *http.Request) string {

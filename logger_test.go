@@ -264,7 +264,7 @@ func TestLogEventKinds(t *testing.T) {
 			map[string]any{"level": "INFO", "msg": "httpretry restore", "method": "PUT", "url": "https://a.example/x/y",
 				"attempt": 4.0, "status": 200.0, "origin": "https://b.example"}},
 		{"hedge refused", Event{Kind: EventHedge, Request: req, Attempt: 2, Reason: ReasonBudget},
-			map[string]any{"level": "DEBUG", "msg": "httpretry hedge", "method": "PUT", "url": "https://a.example/x/y",
+			map[string]any{"level": "DEBUG", "msg": "httpretry hedge refused", "method": "PUT", "url": "https://a.example/x/y",
 				"attempt": 2.0, "reason": "budget"}},
 		{"give-up on a deadline", Event{Kind: EventGiveUp, Request: req, Attempt: 3, Err: context.DeadlineExceeded, Reason: ReasonDeadline},
 			map[string]any{"level": "WARN", "msg": "httpretry give-up", "method": "PUT", "url": "https://a.example/x/y",

@@ -51,7 +51,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			res reservation
 		)
 		if reason == 0 {
-			if p, res, reason = c.pay(now, drainBound(o.resp), false); reason != 0 {
+			if p, res, reason = c.pay(now, drainBound(o.resp)); reason != 0 {
 				closeBody(body)
 			}
 		}
@@ -75,13 +75,15 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 
 // pay pays for the plan next decides at now, and commits it: a
 // candidate's first attempt counts as a request in its origin's budget; a
-// resend or a copy is reserved on it, and when that budget refuses, next
-// decides again without that candidate. The reservation is the loop's to
-// give back (refund) if the attempt is never sent.
-func (c *call) pay(now time.Time, drain time.Duration, hedge bool) (plan, reservation, Reason) {
+// resend is reserved on it, and when that budget refuses, next decides
+// again without that candidate. The reservation is the loop's to give back
+// (refund) if the attempt is never sent. A hedged copy is paid by its
+// round instead (hedgedRound.charge): it is charged to the request it
+// copies.
+func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reason) {
 	var refused []bool // made on the first refusal: rare, and candidates few
 	for {
-		s, reason := c.next(now, drain, hedge, refused)
+		s, reason := c.next(now, drain, false, refused)
 		if reason != 0 {
 			return s, reservation{}, reason
 		}
