@@ -38,22 +38,25 @@ type call struct {
 }
 
 // outcome is what one attempt came back with: a response or an error, and
-// whether that is a failure worth another attempt, judged once.
+// whether that is a failure worth another attempt, judged once; told says
+// its origin has been told what it says (see tellOrigin).
 type outcome struct {
 	a       *attempt
 	resp    *http.Response
 	err     error
 	failure bool
+	told    bool
 }
 
-// judge makes an outcome of what attempt a came back with.
+// judge makes an outcome of what attempt a came back with. It decides
+// only: the verdict is applied by whoever holds the outcome, where a
+// panic cannot lose it (the loop, or a hedged round for the attempts that
+// lost).
 func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
 	if c.p.retryIf != nil {
 		defer a.releaseOnPanic(resp)
 	}
-	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
-	c.tellOrigin(o)
-	return o
+	return outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
 }
 
 // releaseOnPanic, deferred, discards resp and ends attempt a if a callback

@@ -3,7 +3,10 @@ package httpretry
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -217,4 +220,101 @@ func TestARefusedCopyIsToldAsRefused(t *testing.T) {
 		assert.Equal(t, ReasonBudget, hedges[0].Reason)
 		assert.Equal(t, "http://a.test", hedges[0].Origin, "the origin whose budget refused")
 	})
+}
+
+// closeCounting is a response body that counts its Closes.
+type closeCounting struct {
+	*strings.Reader
+	closes atomic.Int32
+}
+
+func (b *closeCounting) Close() error { b.closes.Add(1); return nil }
+
+// Verdicts are applied where outcomes are released: an observer that
+// panics on any event leaves every response it was told of closed once,
+// the caller's body closed and a resend's charge given back.
+func TestObserversThatPanicOnAnyEventLeaveNothing(t *testing.T) {
+	for _, kind := range []EventKind{EventDemote, EventRestore, EventRetry, EventFallback, EventHedge, EventGiveUp} {
+		t.Run(kind.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var (
+					mu     sync.Mutex
+					bodies []*closeCounting
+					fail   atomic.Bool
+				)
+				fail.Store(true)
+				base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if r.Body != nil {
+						io.Copy(io.Discard, r.Body)
+						r.Body.Close()
+					}
+					code := http.StatusOK
+					switch {
+					case kind == EventHedge && r.URL.Host == "a.test":
+						select {
+						case <-time.After(time.Second):
+						case <-r.Context().Done():
+							return nil, r.Context().Err()
+						}
+					case fail.Load() || r.URL.Host == "b.test" && kind == EventGiveUp:
+						code = http.StatusServiceUnavailable
+					}
+					b := &closeCounting{Reader: strings.NewReader("page")}
+					mu.Lock()
+					bodies = append(bodies, b)
+					mu.Unlock()
+					return &http.Response{StatusCode: code, Header: http.Header{}, Body: b, Request: r, ContentLength: 4}, nil
+				})
+				p := Policy{MaxRetries: 1, Backoff: NoBackoff(), Demote: Demote{After: 1}}
+				if kind == EventFallback || kind == EventDemote || kind == EventRestore || kind == EventGiveUp || kind == EventHedge {
+					p.Fallbacks = []string{"http://b.test"}
+				}
+				if kind == EventHedge {
+					p.Hedge = Hedge{After: 20 * time.Millisecond}
+					fail.Store(false)
+				}
+				bs := NewBudgets()
+				armed := atomic.Bool{}
+				armed.Store(kind != EventRestore)
+				rt := New(base, WithPolicy(p), WithBudgets(bs), WithObserver(func(e Event) {
+					if e.Kind == kind && armed.Load() {
+						panic("boom")
+					}
+				}))
+				if kind == EventRestore {
+					// Demote a.test, then let its demotion pass: the next
+					// request probes it and is told of its restore.
+					req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+					if resp, err := rt.RoundTrip(req); err == nil {
+						resp.Body.Close()
+					}
+					time.Sleep(2 * time.Second)
+					fail.Store(false)
+					armed.Store(true)
+					mu.Lock()
+					bodies = nil
+					mu.Unlock()
+				}
+				caller := newTrackedBody("payload")
+				req, _ := http.NewRequest(http.MethodPut, "http://a.test/", caller)
+				var got *http.Response
+				func() {
+					defer func() { assert.Equal(t, "boom", recover()) }()
+					got, _ = rt.RoundTrip(req)
+				}()
+				require.Nil(t, got)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				require.NotEmpty(t, bodies)
+				for i, b := range bodies {
+					assert.Equal(t, int32(1), b.closes.Load(), "response %d closed once", i)
+				}
+				assert.Equal(t, int32(1), caller.closes.Load(), "the caller's body")
+				if kind == EventRetry {
+					assert.Zero(t, bs.For("a.test", BudgetConfig{}).Stats().Retries, "the charge given back")
+				}
+			})
+		})
+	}
 }

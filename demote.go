@@ -329,7 +329,11 @@ func demoteLast[T any](s []T, last func(*T) bool) {
 // nothing. No verdict: the caller's context ended, the policy's Deadline
 // cut the attempt, or RetryIf declined an error. A Retry-After keeps an
 // origin already demoted demoted until then (at most MaxRetryAfter).
-func (c *call) tellOrigin(o outcome) {
+func (c *call) tellOrigin(o *outcome) {
+	if o.told {
+		return
+	}
+	o.told = true
 	tg := o.a.tg
 	if !c.demoting || tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
 		return

@@ -94,10 +94,11 @@ type hedgedRound struct {
 	inflight []*attempt
 	pending  int
 	copies   int
-	hedging  bool    // more copies may be sent
-	origin   *target // where the round's first attempt went: its delay, its cap
-	kept     outcome // the failure to judge if no attempt wins
-	last     *target // where the latest attempt of the round went
+	hedging  bool     // more copies may be sent
+	origin   *target  // where the round's first attempt went: its delay, its cap
+	kept     outcome  // the failure to judge if no attempt wins
+	held     *outcome // the outcome whose verdict is being applied
+	last     *target  // where the latest attempt of the round went
 }
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
@@ -124,8 +125,11 @@ func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 	h.learn(o)
 	if !o.failure {
 		h.cancelLosers(o.a)
-		return o, true
+		return o, true // the loop applies its verdict
 	}
+	h.held = &o
+	h.c.tellOrigin(&o)
+	h.held = nil
 	// The upstream is failing, not slow: more copies would only add to
 	// its load.
 	h.hedging = false

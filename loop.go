@@ -15,21 +15,28 @@ import (
 // the failed attempt left, waits, and sends. A wait that cannot be had
 // gives back what was paid.
 
-// loop judges each outcome and resends while the checks allow it.
+// loop applies each outcome's verdict and resends while the checks allow
+// it.
 func (c *call) loop(o outcome) (*http.Response, error) {
-	if c.body != nil {
-		defer c.body.finish()
-	}
-	// An observer that panics leaves the outcome it was told of released.
+	var (
+		body io.ReadCloser // the next attempt's, once taken
+		res  reservation   // what the next attempt was charged, once paid
+	)
+	// An observer that panics, on any event, leaves the outcome it was
+	// told of released, the next attempt's body closed (so that the
+	// caller's is) and its charge given back.
 	defer func() {
 		if v := recover(); v != nil {
 			if o.a != nil {
 				o.a.discard(o.resp)
 			}
+			closeBody(body)
+			res.refund()
 			panic(v)
 		}
 	}()
 	for {
+		c.tellOrigin(&o)
 		if !o.failure {
 			if o.err != nil {
 				return nil, fmt.Errorf("httpretry: %w", o.err)
@@ -42,17 +49,14 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
 		}
 		reason := c.refusal(o)
-		var body io.ReadCloser
 		if reason == 0 {
 			body, reason = c.nextBody(&o)
 		}
-		var (
-			p   plan
-			res reservation
-		)
+		var p plan
 		if reason == 0 {
 			if p, res, reason = c.pay(now, drainBound(o.resp)); reason != 0 {
 				closeBody(body)
+				body = nil
 			}
 		}
 		if reason != 0 {
@@ -66,10 +70,13 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		if reason, err := c.sleep(p.wait); err != nil {
 			res.refund()
 			closeBody(body)
+			body, res = nil, reservation{}
 			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
 			return nil, err
 		}
-		o = c.round(c.sent+1, tg, body)
+		next := body
+		body, res = nil, reservation{} // the round's now
+		o = c.round(c.sent+1, tg, next)
 	}
 }
 
@@ -258,6 +265,9 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	// the round in flight.
 	defer func() {
 		if v := recover(); v != nil {
+			if h.held != nil {
+				h.held.a.discard(h.held.resp)
+			}
 			h.cancelLosers(nil)
 			panic(v)
 		}

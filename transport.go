@@ -154,14 +154,17 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer c.releaseProbes() // claimed in newCall; a panic must not keep them
 		c.targets[0].tried = true
 		if resp != nil {
-			o := outcome{a: &c.first, resp: resp, failure: true} // answers said so
-			c.tellOrigin(o)
-			return c.loop(o)
+			return c.loop(outcome{a: &c.first, resp: resp, failure: true}) // answers said so
 		}
 		return c.loop(c.judge(&c.first, nil, err))
 	}
 	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now(), !reorder)
 	defer c.releaseProbes()
+	if c.body != nil {
+		// Deferred here, not in the loop: a callback that panics in the
+		// first round must leave the caller's body closed too.
+		defer c.body.finish()
+	}
 	c.nested, c.marks = nested, marks
 	first := &c.targets[0]
 	if reorder && first.budget != nil {
