@@ -137,19 +137,42 @@ func (c *call) firstBody() io.ReadCloser {
 	return c.req.Body
 }
 
-// nextBody returns the body of a resend after the failed outcome o. A
-// recorded body that a discarded attempt's transport is still uploading
-// is taken from it first (see replayBody.revoke); since that upload may
-// have gone past the limit, o's response is read into memory beforehand,
-// so that it can still be returned whole.
-func (c *call) nextBody(o *outcome) (io.ReadCloser, Reason) {
+// prepare pays, at now, for the attempt after the failed outcome o (see
+// pay) and takes its body. A recorded body that o's attempt is still
+// uploading must first be taken from it (see replayBody.revoke), and
+// since that upload may have gone past the limit, o's response is read
+// into memory beforehand, which a long one does not survive: then the
+// attempt is paid for first, so that a request with no attempt left
+// returns that response whole. Otherwise the body comes first, so that
+// an attempt without one is never charged.
+func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
+	drain := drainBound(o.resp)
 	if c.body != nil && c.body.replayable() && c.body.busy() {
+		p, res, reason := c.pay(now, drain)
+		if reason != 0 {
+			return p, nil, res, reason
+		}
 		if o.resp != nil && !keep(o.resp) {
 			o.resp, o.err = nil, errBodyGone
 		}
 		c.body.revoke()
+		body, reason := c.copyBody()
+		if reason != 0 {
+			res.refund()
+			res = reservation{}
+		}
+		return p, body, res, reason
 	}
-	return c.copyBody()
+	body, reason := c.copyBody()
+	if reason != 0 {
+		return plan{}, nil, reservation{}, reason
+	}
+	p, res, reason := c.pay(now, drain)
+	if reason != 0 {
+		closeBody(body)
+		return p, nil, res, reason
+	}
+	return p, body, res, 0
 }
 
 // copyBody returns a body for another attempt, hedged copies included.

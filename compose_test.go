@@ -318,3 +318,28 @@ func TestObserversThatPanicOnAnyEventLeaveNothing(t *testing.T) {
 		})
 	}
 }
+
+// With a fallback, a failed answer too long to keep in memory is closed
+// once, whatever its length says.
+func TestALongFailedAnswerIsClosedOnce(t *testing.T) {
+	for _, length := range []int64{5000, -1} {
+		var bodies []*closeCounting
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == "b.test" {
+				return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+			}
+			b := &closeCounting{Reader: strings.NewReader(strings.Repeat("x", 5000))}
+			bodies = append(bodies, b)
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b, Request: r, ContentLength: length}, nil
+		})
+		p := fastPolicy(1)
+		p.Fallbacks = []string{"http://b.test"}
+		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+		resp, err := New(base, WithPolicy(p)).RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		resp.Body.Close()
+		require.Len(t, bodies, 1)
+		assert.Equal(t, int32(1), bodies[0].closes.Load(), "length %d", length)
+	}
+}

@@ -49,15 +49,9 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
 		}
 		reason := c.refusal(o)
-		if reason == 0 {
-			body, reason = c.nextBody(&o)
-		}
 		var p plan
 		if reason == 0 {
-			if p, res, reason = c.pay(now, drainBound(o.resp)); reason != 0 {
-				closeBody(body)
-				body = nil
-			}
+			p, body, res, reason = c.prepare(&o, now)
 		}
 		if reason != 0 {
 			return c.giveUp(o, reason)
@@ -182,12 +176,14 @@ func (c *call) sleep(d time.Duration) (Reason, error) {
 // is kept in memory first: an answer beats an error, so a request that
 // ends on a transport error returns the latest answer any origin gave.
 func (c *call) drop(o outcome) {
-	if o.resp != nil && len(c.targets) > 1 && keep(o.resp) {
-		o.a.end()
-		c.answer = o.resp
+	if o.resp == nil || len(c.targets) == 1 {
+		o.a.discard(o.resp)
 		return
 	}
-	o.a.discard(o.resp)
+	if keep(o.resp) {
+		c.answer = o.resp
+	}
+	o.a.end() // keep closed the response either way
 }
 
 // giveUp ends the loop on a failed outcome that is not resent: the caller

@@ -199,3 +199,44 @@ func TestRevokedReaderStopsAndTheRecordReplaysWhole(t *testing.T) {
 	rb.finish()
 	assert.EqualValues(t, 1, src.closes.Load())
 }
+
+// An upload answered early with a long 503, with no resend left, returns
+// that 503 whole: the body is taken from the still-uploading attempt only
+// once a resend is paid for.
+func TestEarlyAnsweredUploadWithNoResendLeftReturnsTheAnswer(t *testing.T) {
+	page := bytes.Repeat([]byte("x"), 5<<10)
+	var calls atomic.Int32
+	done := make(chan struct{})
+	uploads := make(chan struct{}, 2)
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n := calls.Add(1)
+		io.CopyN(io.Discard, r.Body, 100)
+		go func() { // the write loop goes on after the answer
+			defer func() { uploads <- struct{}{} }()
+			if n == 2 {
+				<-done // still uploading when the loop decides
+			}
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+		}()
+		resp := fakeResponse(r, http.StatusServiceUnavailable, nil, string(page))
+		resp.ContentLength = -1
+		return resp, nil
+	})
+	p := fastPolicy(1)
+	p.MaxReplayBytes = 2048
+	var rec recorder
+	body := &patternBody{n: 1500}
+	req, _ := http.NewRequest(http.MethodPut, "http://api.example.com/up", body)
+	req.ContentLength = -1
+	resp, err := New(base, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, string(page), readAll(t, resp), "the whole page")
+	close(done)
+	<-uploads
+	<-uploads
+	assert.EqualValues(t, 2, calls.Load())
+	assert.Equal(t, ReasonExhausted, rec.giveUp(t))
+	assert.EqualValues(t, 1, body.closes.Load())
+}
