@@ -58,6 +58,14 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 		tg := &c.targets[p.to]
 		c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
+		if c.crosses(drainBound(o.resp) + p.wait) {
+			// The observers took the time the wait needed: the caller
+			// gets the last outcome, as when the wait was decided.
+			res.refund()
+			closeBody(body)
+			body, res = nil, reservation{}
+			return c.giveUp(o, ReasonDeadline)
+		}
 		st := status(o.resp)
 		c.drop(o)
 		o.resp = nil
@@ -144,13 +152,19 @@ func (c *call) clock(resp *http.Response) time.Time {
 	return time.Time{}
 }
 
+// crosses reports whether d from now would reach the deadline.
+func (c *call) crosses(d time.Duration) bool {
+	return !c.deadline.IsZero() && !time.Now().Add(d).Before(c.deadline)
+}
+
 // sleep waits d before the next attempt. It fails at once if the wait
 // would cross the deadline, the time taken since the wait was decided
-// (draining, observers) included, and early if the context ends first.
+// (draining) included, and early if the context ends first. A deadline
+// not yet reached is no context error: the error does not wrap one.
 func (c *call) sleep(d time.Duration) (Reason, error) {
-	if !c.deadline.IsZero() && !time.Now().Add(d).Before(c.deadline) {
-		return ReasonDeadline, fmt.Errorf("httpretry: %s after %d attempt(s): the wait of %v would cross it: %w",
-			ReasonDeadline, c.sent, d, context.DeadlineExceeded)
+	if c.crosses(d) {
+		return ReasonDeadline, fmt.Errorf("httpretry: %s after %d attempt(s): the wait of %v would cross it",
+			ReasonDeadline, c.sent, d)
 	}
 	ctx := c.req.Context()
 	if d > 0 {
