@@ -141,8 +141,9 @@ func (bs *Budgets) sweep(now int64) {
 	bs.hosts.Range(func(k, v any) bool {
 		b := v.(*Budget)
 		// A demoted host, or one that learned a hedge delay, is not idle
-		// for lack of recorded requests: its budget may be disabled.
-		if b.idleAt(now) && b.creditFullAt(now) && !b.demotion.standing() && b.latencies.Load() == nil {
+		// for lack of recorded requests: its budget may be disabled. One
+		// still cold has learned nothing worth keeping.
+		if b.idleAt(now) && b.creditFullAt(now) && !b.demotion.standing() && !b.hasLearned() {
 			bs.forget(k.(string), b)
 		} else {
 			active = append(active, entry{k.(string), b, b.used.Load()})

@@ -161,12 +161,16 @@ func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
 
 // The idle sweep keeps a host that is demoted or has learned a hedge
 // delay: with its budget disabled it records no request and always looks
-// idle, yet its standing is in use (points 17 and 18).
+// idle, yet its standing is in use (points 17 and 18). A host that saw
+// fewer samples than warm up an estimate has learned nothing, and goes.
 func TestBudgetsIdleSweepKeepsDemotedAndLearnedHosts(t *testing.T) {
 	bs := NewBudgets()
 	now := time.Now()
 	bs.entry("idle.example")
-	bs.entry("learned.example").learned().record(time.Millisecond, 0.95)
+	bs.entry("cold.example").learned().record(time.Millisecond, 0.95)
+	for range latencyEvery {
+		bs.entry("learned.example").learned().record(time.Millisecond, 0.95)
+	}
 	demoted := bs.entry("demoted.example")
 	for range 5 {
 		demoted.demotion.failed(now, probe{}, Demote{After: 5, For: time.Hour}.resolve(), nil)

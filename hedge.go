@@ -254,7 +254,9 @@ func (h *hedgedRound) learn(o outcome) {
 	switch {
 	case !o.failure && o.err == nil:
 		learnAt(o.a.tg, o.a.took, q)
-	case o.a.fired.Load() && !o.a.byDeadline:
+	case o.failure && o.a.fired.Load() && !o.a.byDeadline:
+		// A timeout RetryIf declines is an error like any other it
+		// declines: not recorded (point 17).
 		learnAt(o.a.tg, c.p.perTry, q)
 	}
 }

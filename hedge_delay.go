@@ -197,6 +197,17 @@ func ceilFloat(x float64) int {
 	return int(math.Ceil(x - x*1e-9))
 }
 
+// hasLearned reports whether the origin has a learned hedge delay: its
+// estimator is warm.
+func (b *Budget) hasLearned() bool {
+	l := b.latencies.Load()
+	if l == nil {
+		return false
+	}
+	_, warm := l.estimate()
+	return warm
+}
+
 // learned is the origin's latency estimator, made on first use.
 func (b *Budget) learned() *latencies {
 	if l := b.latencies.Load(); l != nil {

@@ -614,3 +614,27 @@ func TestLearningAllocatesNothingMore(t *testing.T) {
 	assert.Equal(t, allocs(fixed, post), allocs(learned, post), "unkeyed POST, never hedged")
 	assert.Equal(t, allocs(fixed, req), allocs(learned, req), "hedged GET")
 }
+
+// An attempt cut by PerTryTimeout whose error RetryIf declines is not
+// learned (point 17): such an error is an answer of the caller's choosing,
+// not a time the origin took.
+func TestADeclinedTimeoutIsNotLearned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		})
+		p := DefaultPolicy()
+		p.PerTryTimeout = 50 * time.Millisecond
+		p.Hedge = Hedge{Quantile: 0.95}
+		p.RetryIf = func(resp *http.Response, err error) bool { return err == nil && resp.StatusCode >= 500 }
+		bs := NewBudgets()
+		rt := New(base, WithPolicy(p), WithBudgets(bs))
+		for range 2 * latencyEvery {
+			req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+			_, err := rt.RoundTrip(req)
+			require.ErrorIs(t, err, ErrAttemptTimeout)
+		}
+		assert.Zero(t, bs.For("a.test", p.Budget).Stats().HedgeAfter, "still cold: nothing recorded")
+	})
+}
