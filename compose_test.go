@@ -343,3 +343,67 @@ func TestALongFailedAnswerIsClosedOnce(t *testing.T) {
 		assert.Equal(t, int32(1), bodies[0].closes.Load(), "length %d", length)
 	}
 }
+
+// A black-holed primary under a learned hedge delay, with no
+// PerTryTimeout to cut its attempts, is demoted within a few requests: a
+// copy to the fallback overtaking its attempt is its failure. And its
+// delay does not drift up with the censored samples it leaves.
+func TestABlackHoledPrimaryUnderLearnedHedgingIsDemoted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dead atomic.Bool
+		var mu sync.Mutex
+		calls := map[string]int{}
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			calls[r.URL.Host]++
+			mu.Unlock()
+			d := 10 * time.Millisecond
+			if r.URL.Host == "a.test" {
+				d = 20 * time.Millisecond
+				if dead.Load() {
+					d = time.Hour
+				}
+			}
+			select {
+			case <-time.After(d):
+				return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		})
+		p := DefaultPolicy()
+		p.Hedge = Hedge{Quantile: 0.95, After: 50 * time.Millisecond}
+		p.Fallbacks = []string{"http://b.test"}
+		bs := NewBudgets()
+		var rec recorder
+		rt := New(base, WithPolicy(p), WithBudgets(bs), WithObserver(rec.observe))
+		get := func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		for range 2 * latencyEvery {
+			get()
+		}
+		learned := bs.For("a.test", p.Budget).Stats().HedgeAfter
+		require.Equal(t, at(20*time.Millisecond), learned, "warm at the primary's time")
+
+		dead.Store(true)
+		mu.Lock()
+		calls = map[string]int{}
+		mu.Unlock()
+		var demotedAt int
+		for i := range 320 {
+			get()
+			if demotedAt == 0 && len(ofKind(rec.all(), EventDemote)) > 0 {
+				demotedAt = i + 1
+			}
+		}
+		assert.Equal(t, p.Demote.After, demotedAt, "demoted by its 5th overtaken attempt in a row")
+		mu.Lock()
+		assert.Less(t, calls["a.test"], 20, "after that, probes alone")
+		mu.Unlock()
+		assert.Equal(t, learned, bs.For("a.test", p.Budget).Stats().HedgeAfter, "no drift")
+	})
+}

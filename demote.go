@@ -343,10 +343,7 @@ func (c *call) tellOrigin(o *outcome) {
 	tooMany := o.resp != nil && o.resp.StatusCode == http.StatusTooManyRequests
 	switch {
 	case o.failure && !tooMany:
-		tg.probe = probe{}
-		if demoted, d := s.failed(now, p, c.p.demote, c.rng); demoted {
-			c.emit(Event{Kind: EventDemote, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: d}, tg)
-		}
+		c.failedAt(now, o.a, status(o.resp), o.err)
 	case o.err == nil:
 		tg.probe = probe{}
 		if s.answered(now, p, tooMany) {
@@ -358,6 +355,30 @@ func (c *call) tellOrigin(o *outcome) {
 			s.hold(now, ra, c.p.maxRetryAfter)
 		}
 	}
+}
+
+// failedAt counts a failure of attempt a's origin at now, given back as
+// status or err, toward its demotion (a failed probe demotes it again),
+// and tells of the demotion it tipped.
+func (c *call) failedAt(now time.Time, a *attempt, status int, err error) {
+	tg := a.tg
+	p := tg.probe
+	tg.probe = probe{}
+	if demoted, d := tg.state.demotion.failed(now, p, c.p.demote, c.rng); demoted {
+		c.emit(Event{Kind: EventDemote, Attempt: a.n, Status: status, Err: err, Delay: d}, tg)
+	}
+}
+
+// tellOvertaken tells the origin of a, the first attempt of a hedged
+// round, that a copy to another origin answered before a had response
+// headers: a failure. An origin that black-holes its requests, with no
+// PerTryTimeout to cut them, fails no other way, and would never be
+// demoted while every request paid it the hedge delay.
+func (c *call) tellOvertaken(a *attempt) {
+	if !c.demoting || c.req.Context().Err() != nil {
+		return
+	}
+	c.failedAt(time.Now(), a, 0, errOvertaken)
 }
 
 // releaseProbes gives back the probes this request claimed and never gave

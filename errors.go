@@ -26,6 +26,10 @@ var (
 // ErrInvalidPolicy is wrapped by the error Policy.Validate returns.
 var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
 
+// errOvertaken is the failure of a hedged round's first attempt that a
+// copy to another origin overtook (see tellOvertaken).
+var errOvertaken = errors.New("httpretry: no response headers before a copy to another origin answered")
+
 // errBodyGone is returned to an attempt whose next body bytes were read by
 // another attempt and could not be kept, because the body outgrew
 // MaxReplayBytes.

@@ -94,11 +94,12 @@ type hedgedRound struct {
 	inflight []*attempt
 	pending  int
 	copies   int
-	hedging  bool     // more copies may be sent
-	origin   *target  // where the round's first attempt went: its delay, its cap
-	kept     outcome  // the failure to judge if no attempt wins
-	held     *outcome // the outcome whose verdict is being applied
-	last     *target  // where the latest attempt of the round went
+	hedging  bool          // more copies may be sent
+	after    time.Duration // the round's delay before each copy
+	origin   *target       // where the round's first attempt went: its delay, its cap
+	kept     outcome       // the failure to judge if no attempt wins
+	held     *outcome      // the outcome whose verdict is being applied
+	last     *target       // where the latest attempt of the round went
 }
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
@@ -124,7 +125,9 @@ func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 	o = h.c.judge(o.a, o.resp, o.err)
 	h.learn(o)
 	if !o.failure {
+		h.held = &o // cancelLosers may tell of a demotion
 		h.cancelLosers(o.a)
+		h.held = nil
 		return o, true // the loop applies its verdict
 	}
 	h.held = &o
@@ -270,14 +273,22 @@ func learnAt(tg *target, d time.Duration, q float64) {
 
 // cancelLosers cancels every attempt but the winner and waits for the
 // pending ones to come back, discarding what they bring.
+//
+// The round's first attempt, overtaken by a copy, is a censored sample:
+// its time was at least the round's delay. Without it the estimate would
+// learn only from fast winners, and copy too often. It is recorded just
+// inside the delay's bucket, not at its age: an age is always past the
+// delay, and would raise a dead origin's delay one bucket for every
+// estimate, until no copy went at all. Overtaken by a copy to another
+// origin, it is a failure of its own origin's (see tellOvertaken), told
+// last, once nothing of the round is left to release. One the caller
+// ended was not overtaken, even if a copy's answer came after. It is safe
+// to call again after a panic.
 func (h *hedgedRound) cancelLosers(winner *attempt) {
-	// The round's first attempt, overtaken by a copy, is a censored
-	// sample: its time was at least its age. Without it the estimate
-	// would learn only from fast winners, and copy too often. One the
-	// caller ended was not overtaken, even if a copy's answer came after.
 	first, q := h.inflight[0], h.c.p.hedge.Quantile
-	if q > 0 && winner != nil && winner != first && !first.received && h.c.req.Context().Err() == nil {
-		learnAt(first.tg, time.Since(first.start), q)
+	overtaken := winner != nil && winner != first && !first.received && h.c.req.Context().Err() == nil
+	if q > 0 && overtaken {
+		learnAt(first.tg, max(h.after-1, 0), q)
 	}
 	for _, a := range h.inflight {
 		if a != winner {
@@ -286,9 +297,13 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 	}
 	if h.kept.a != nil {
 		h.kept.a.discard(h.kept.resp)
+		h.kept = outcome{}
 	}
 	for ; h.pending > 0; h.pending-- {
 		o := <-h.outcomes
 		o.a.discard(o.resp)
+	}
+	if overtaken && winner.tg != first.tg {
+		h.c.tellOvertaken(first)
 	}
 }

@@ -265,6 +265,7 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	h.launch(n, tg, body)
 	var after time.Duration
 	after, h.hedging = c.hedgeAfter(tg)
+	h.after = after
 	var fire <-chan time.Time // nil, never ready, when no copy goes
 	timer := time.NewTimer(after)
 	defer timer.Stop()
