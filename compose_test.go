@@ -407,3 +407,23 @@ func TestABlackHoledPrimaryUnderLearnedHedgingIsDemoted(t *testing.T) {
 		assert.Equal(t, learned, bs.For("a.test", p.Budget).Stats().HedgeAfter, "no drift")
 	})
 }
+
+// A give-up the budget caused names the origin whose budget refused, not
+// the origin of the last attempt.
+func TestAGiveUpNamesTheBudgetThatRefused(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return fakeResponse(r, http.StatusServiceUnavailable, nil, "busy"), nil
+	})
+	p := fastPolicy(2)
+	p.Budget = BudgetConfig{Percent: 1, MinRetries: -1}
+	p.Fallbacks = []string{"http://b.test"}
+	var rec recorder
+	req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+	resp, err := New(base, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	events := rec.all()
+	require.Len(t, events, 2)
+	assert.Equal(t, EventFallback, events[0].Kind)
+	assert.Equal(t, Event{Kind: EventGiveUp, Request: req, Attempt: 2, Status: 503, Reason: ReasonBudget, Origin: "http://a.test"}, events[1])
+}

@@ -89,7 +89,9 @@ type plan struct {
 // Retry-After, the deadline, or its budget, which refused is the set of
 // candidates whose budget said no to this very attempt). When none can,
 // the reason is the first one's in ring order; the pool and the wait
-// budget are the request's and end it at once. drain is how long
+// budget are the request's and end it at once; a candidate's reason comes
+// with that candidate in the plan's to, for the give-up to name it. drain
+// is how long
 // discarding the failed response may still take. next changes nothing: the
 // loop pays for the plan, then commits it.
 func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bool) (plan, Reason) {
@@ -114,7 +116,10 @@ func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bo
 		}
 		return plan{to: k, kind: EventFallback}, 0
 	}
-	var first Reason
+	var (
+		first Reason
+		by    int // the candidate that gave first
+	)
 	for i := range c.targets {
 		k := (c.ring + i) % len(c.targets)
 		var wait time.Duration
@@ -129,10 +134,10 @@ func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bo
 			return plan{}, reason // the request's, not a candidate's
 		}
 		if first == 0 {
-			first = reason
+			first, by = reason, k
 		}
 	}
-	return plan{}, first
+	return plan{to: by}, first // to: whom the reason is about
 }
 
 // admit decides whether one more attempt drawn on the pool of MaxRetries

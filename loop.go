@@ -54,7 +54,11 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			p, body, res, reason = c.prepare(&o, now)
 		}
 		if reason != 0 {
-			return c.giveUp(o, reason)
+			about := o.a.tg
+			if reason == ReasonBudget {
+				about = &c.targets[p.to] // the origin whose budget refused
+			}
+			return c.giveUp(o, reason, about)
 		}
 		tg := &c.targets[p.to]
 		c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
@@ -64,7 +68,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			res.refund()
 			closeBody(body)
 			body, res = nil, reservation{}
-			return c.giveUp(o, ReasonDeadline)
+			return c.giveUp(o, ReasonDeadline, o.a.tg)
 		}
 		st := status(o.resp)
 		c.drop(o)
@@ -202,8 +206,10 @@ func (c *call) drop(o outcome) {
 
 // giveUp ends the loop on a failed outcome that is not resent: the caller
 // gets its response, body intact, or the latest answer kept, or its error.
-func (c *call) giveUp(o outcome, reason Reason) (*http.Response, error) {
-	c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Reason: reason}, o.a.tg)
+// The event is about the origin of o's attempt, or of the budget that
+// refused the resend.
+func (c *call) giveUp(o outcome, reason Reason, about *target) (*http.Response, error) {
+	c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Reason: reason}, about)
 	if o.resp != nil {
 		return o.a.deliver(o.resp), nil
 	}
