@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -205,11 +206,15 @@ func TestARefusedCopyIsToldAsRefused(t *testing.T) {
 		p.Budget = BudgetConfig{Percent: 1, MinRetries: -1} // grants nothing to one request
 		p.Fallbacks = []string{"http://b.test"}
 		var rec recorder
-		rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+		var log strings.Builder
+		logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		rt := New(base, WithPolicy(p), WithObserver(rec.observe), WithLogger(logger))
 		req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
 		resp, err := rt.RoundTrip(req)
 		require.NoError(t, err)
 		resp.Body.Close()
+		assert.Contains(t, log.String(), `msg="httpretry hedge refused"`)
+		assert.NotContains(t, log.String(), `msg="httpretry hedge"`)
 		var hedges []Event
 		for _, e := range rec.all() {
 			if e.Kind == EventHedge {
