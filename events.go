@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -164,4 +165,35 @@ func (o observers) emit(e Event) {
 	for _, ob := range o {
 		ob.fn(e)
 	}
+}
+
+// GoString returns the kind as its Go name, httpretry.EventRetry, so that
+// a failing test's %#v names it rather than printing a number.
+func (k EventKind) GoString() string { return goName("Event", "EventKind", k.String(), uint8(k)) }
+
+// GoString returns the reason as its Go name, httpretry.ReasonBudget.
+func (r Reason) GoString() string { return goName("Reason", "Reason", r.String(), uint8(r)) }
+
+// goName turns a kind or reason word ("give-up") into its constant's Go
+// name (httpretry.EventGiveUp): each constant is named for its word. A
+// value with no word is shown as a conversion to its type.
+func goName(prefix, typ, word string, v uint8) string {
+	if word == "unknown" || word == "none" {
+		return fmt.Sprintf("httpretry.%s(%d)", typ, v)
+	}
+	name := []byte("httpretry." + prefix)
+	upper := true
+	for i := 0; i < len(word); i++ {
+		c := word[i]
+		if c == '-' {
+			upper = true
+			continue
+		}
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper = false
+		name = append(name, c)
+	}
+	return string(name)
 }

@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,4 +71,24 @@ func TestObserversEmitInOrder(t *testing.T) {
 	obs.emit(Event{Kind: EventGiveUp, Reason: ReasonBudget})
 	assert.Equal(t, []string{"a:give-up", "b:budget"}, got)
 	observers(nil).emit(Event{}) // no observers: nothing happens
+}
+
+// A failing test names kinds and reasons, not numbers: testify prints
+// them with %#v.
+func TestKindsAndReasonsPrintAsGoNames(t *testing.T) {
+	for v, want := range map[any]string{
+		EventRetry:              "httpretry.EventRetry",
+		EventGiveUp:             "httpretry.EventGiveUp",
+		EventRestore:            "httpretry.EventRestore",
+		EventKind(0):            "httpretry.EventKind(0)",
+		EventKind(200):          "httpretry.EventKind(200)",
+		ReasonBudget:            "httpretry.ReasonBudget",
+		ReasonRetryAfterTooLong: "httpretry.ReasonRetryAfterTooLong",
+		ReasonBodyNotReplayable: "httpretry.ReasonBodyNotReplayable",
+		ReasonWaitBudget:        "httpretry.ReasonWaitBudget",
+		Reason(0):               "httpretry.Reason(0)",
+		Reason(99):              "httpretry.Reason(99)",
+	} {
+		assert.Equal(t, want, fmt.Sprintf("%#v", v))
+	}
 }
