@@ -115,18 +115,45 @@ func userEnv(gopath, gitconfig, proxy string) []string {
 // privatePattern is the module path prefix that goes direct to git.
 const privatePattern = "github.com/httpretry"
 
-// want is the versions the scratch module must resolve.
+// want is the versions the scratch modules must resolve.
 type want struct {
-	otel       string // otelretry@latest
-	rootAlone  string // httpretry after go get of otelretry alone: what otelretry requires
-	rootLatest string // httpretry@latest
+	otel      string // otelretry@latest
+	rootAlone string // httpretry after go get of otelretry alone: what otelretry requires
+	rootAll   string // httpretry after all the install lines: the newer of @latest and rootAlone
 }
 
-// install does what a new user does, in a scratch module at dir with no
-// replace: the README's go get line of otelretry alone, then a build and a
-// run of program; then the README's other go get lines, and the program
-// again. It reports each step to out. Its modules land in the module cache at modcache, env's.
+// install does what a new user does, in scratch modules under dir with no
+// replace. First the README's go get line of otelretry alone, which must
+// bring the httpretry that otelretry requires; then, in a second module,
+// every go get line of the README in its order, as a user who copies the
+// whole block runs them. After each, it checks the versions resolved and
+// builds and runs program. It reports each to out. Modules land in the
+// module cache at modcache, env's.
 func install(dir, modcache string, env []string, lines [][]string, w want, out io.Writer) error {
+	scratches := []struct {
+		name  string
+		lines [][]string
+		root  string
+	}{
+		{"otelretry alone", lines[otelLine(lines) : otelLine(lines)+1], w.rootAlone},
+		{"the install block", lines, w.rootAll},
+	}
+	if len(lines) == 1 {
+		scratches = scratches[:1]
+	}
+	for n, sc := range scratches {
+		if err := installIn(filepath.Join(dir, fmt.Sprint("scratch", n)), modcache, env, sc.name, sc.lines, sc.root, w.otel, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installIn runs the go get lines in a new scratch module at dir, checks
+// that they resolved httpretry at root and otelretry at otel, and builds
+// and runs program.
+func installIn(dir, modcache string, env []string, name string, lines [][]string, root, otel string, out io.Writer) error {
+	start := time.Now()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -136,41 +163,31 @@ func install(dir, modcache string, env []string, lines [][]string, w want, out i
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
 		return err
 	}
-	first := otelLine(lines)
-	order := []int{first}
-	for i := range lines {
-		if i != first {
-			order = append(order, i)
-		}
-	}
-	for n, i := range order {
-		start := time.Now()
-		line := "go get " + strings.Join(lines[i], " ")
-		if _, err := goCmd(dir, env, append([]string{"get"}, lines[i]...)...); err != nil {
+	var run []string
+	for _, args := range lines {
+		line := "go get " + strings.Join(args, " ")
+		run = append(run, line)
+		if _, err := goCmd(dir, env, append([]string{"get"}, args...)...); err != nil {
 			return fmt.Errorf("%s (README.md's install line, run in a scratch module with no replace: the version it names and the httpretry version otelretry requires must each be a commit on main or a pushed tag): %w", line, err)
 		}
-		root := w.rootLatest
-		if n == 0 {
-			root = w.rootAlone
-		}
-		got, err := goCmd(dir, env, "list", "-m", "-f", "{{.Path}} {{.Version}}", rootPath, rootPath+"/otelretry")
-		if err != nil {
-			return err
-		}
-		if want := fmt.Sprintf("%s %s\n%s/otelretry %s\n", rootPath, root, rootPath, w.otel); got != want {
-			return fmt.Errorf("after %s the scratch module resolved\n%swhere it should resolve\n%s", line, got, want)
-		}
-		if err := checkNoPrograms(filepath.Join(modcache, privatePattern)); err != nil {
-			return err
-		}
-		fetched := time.Since(start)
-		printed, err := buildAndRun(dir, env)
-		if err != nil {
-			return fmt.Errorf("after %s: %w", line, err)
-		}
-		fmt.Fprintf(out, "installcheck: %s (%.1fs): httpretry %s, otelretry %s; the program (%.1fs): %s\n",
-			line, fetched.Seconds(), root, w.otel, time.Since(start.Add(fetched)).Seconds(), printed)
 	}
+	got, err := goCmd(dir, env, "list", "-m", "-f", "{{.Path}} {{.Version}}", rootPath, rootPath+"/otelretry")
+	if err != nil {
+		return fmt.Errorf("after %s: %w", strings.Join(run, "; "), err)
+	}
+	if want := fmt.Sprintf("%s %s\n%s/otelretry %s\n", rootPath, root, rootPath, otel); got != want {
+		return fmt.Errorf("after %s the scratch module resolved\n%swhere it should resolve\n%s", strings.Join(run, "; "), got, want)
+	}
+	if err := checkNoPrograms(filepath.Join(modcache, privatePattern)); err != nil {
+		return err
+	}
+	fetched := time.Since(start)
+	printed, err := buildAndRun(dir, env)
+	if err != nil {
+		return fmt.Errorf("after %s: %w", strings.Join(run, "; "), err)
+	}
+	fmt.Fprintf(out, "installcheck: %s: %s (%.1fs): httpretry %s, otelretry %s; the program (%.1fs): %s\n",
+		name, strings.Join(run, "; "), fetched.Seconds(), root, otel, (time.Since(start) - fetched).Seconds(), printed)
 	return nil
 }
 

@@ -33,7 +33,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 )
 
 const rootPath = "github.com/httpretry/httpretry"
@@ -110,22 +110,31 @@ func run(repo string, keep bool, release string, failShallow bool, out io.Writer
 		return err
 	}
 
-	w := want{otel: head.pseudoVersion(), rootAlone: required, rootLatest: head.pseudoVersion()}
+	w := want{otel: head.pseudoVersion(), rootAlone: required}
+	rootLatest := head.pseudoVersion()
 	var tags map[string]string
 	switch {
 	case release != "":
 		if tags, err = releaseTags(release, head.hash); err != nil {
 			return err
 		}
-		w = want{otel: release, rootAlone: release, rootLatest: release}
-	case !module.IsPseudoVersion(required):
-		// Without its tag, let go get fail as it does for users.
-		if rev, err := requiredTag(repo, required); err != nil {
+		w.otel, rootLatest = release, release
+	case baseTag(required) != "":
+		// Without its tag, let go get fail as it does for users. With it,
+		// httpretry@latest is the tag, and the install block ends at the
+		// newer of it and the pseudo-version after it that otelretry may
+		// require.
+		tag := baseTag(required)
+		if rev, err := requiredTag(repo, required, tag); err != nil {
 			fmt.Fprintf(out, "installcheck: %v\n", err)
 		} else {
-			tags = map[string]string{required: rev}
-			w.rootLatest = required
+			tags = map[string]string{tag: rev}
+			rootLatest = tag
 		}
+	}
+	w.rootAll = rootLatest
+	if semver.Compare(required, rootLatest) > 0 {
+		w.rootAll = required
 	}
 	if err := tagRepo(bare, tags); err != nil {
 		return err

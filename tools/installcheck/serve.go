@@ -104,17 +104,32 @@ func releaseTags(version, head string) (map[string]string, error) {
 	return map[string]string{version: head, "otelretry/" + version: head}, nil
 }
 
-// requiredTag returns, when otelretry at HEAD requires the release version
-// of httpretry, the commit of the local tag that published it, so that the
-// served repository holds it as the origin does once the release's tags
-// are pushed. The tag must exist and be in HEAD's history.
-func requiredTag(repo, version string) (string, error) {
-	rev, err := git(repo, "rev-parse", "-q", "--verify", "refs/tags/"+version+"^{commit}")
+// baseTag returns the tag of this repository that the go command needs to
+// resolve version of httpretry: the release itself, or the one that a
+// pseudo-version after a release is based on, vX.Y.(Z+1)-0.… on vX.Y.Z;
+// none for v0.0.0-…, which names a commit with no tag before it.
+func baseTag(version string) string {
+	if !module.IsPseudoVersion(version) {
+		return version
+	}
+	base, err := module.PseudoVersionBase(version)
 	if err != nil {
-		return "", fmt.Errorf("otelretry/go.mod requires %s %s, and no tag %s marks a commit: users cannot fetch it; between releases require the pseudo-version of a commit on main (CONTRIBUTING.md)", rootPath, version, version)
+		return ""
+	}
+	return base
+}
+
+// requiredTag returns the commit of the local tag that otelretry's require
+// of httpretry at version needs, so that the served repository holds it
+// as the origin does once a release's tags are pushed. The tag must exist
+// and be in HEAD's history.
+func requiredTag(repo, version, tag string) (string, error) {
+	rev, err := git(repo, "rev-parse", "-q", "--verify", "refs/tags/"+tag+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("otelretry/go.mod requires %s %s, and no tag %s marks a commit: users cannot fetch it; between releases require the pseudo-version of a commit on main (CONTRIBUTING.md)", rootPath, version, tag)
 	}
 	if _, err := git(repo, "merge-base", "--is-ancestor", rev, "HEAD"); err != nil {
-		return "", fmt.Errorf("otelretry/go.mod requires %s %s, whose tag is not in HEAD's history", rootPath, version)
+		return "", fmt.Errorf("otelretry/go.mod requires %s %s, and tag %s is not in HEAD's history", rootPath, version, tag)
 	}
 	return rev, nil
 }

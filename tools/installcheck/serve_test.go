@@ -85,20 +85,27 @@ func TestRequiredTag(t *testing.T) {
 	repo, hashes := gitRepo(t,
 		map[string]string{"go.mod": "module example.com/m\n"},
 		map[string]string{"m.go": "package m\n"})
-	_, err := requiredTag(repo, "v0.2.0")
+	_, err := requiredTag(repo, "v0.2.0", "v0.2.0")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no tag v0.2.0 marks a commit: users cannot fetch it")
 
 	sh(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "tag", "-a", "-m", "httpretry v0.2.0", "v0.2.0", hashes[0])
-	rev, err := requiredTag(repo, "v0.2.0")
+	rev, err := requiredTag(repo, "v0.2.0", "v0.2.0")
 	require.NoError(t, err)
 	assert.Equal(t, hashes[0], rev, "the commit an annotated tag marks")
 
 	sh(t, repo, "git", "checkout", "-q", "--orphan", "elsewhere")
 	sh(t, repo, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "unrelated")
-	_, err = requiredTag(repo, "v0.2.0")
+	_, err = requiredTag(repo, "v0.2.0", "v0.2.0")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not in HEAD's history")
+}
+
+func TestBaseTag(t *testing.T) {
+	assert.Equal(t, "v0.2.0", baseTag("v0.2.0"))
+	assert.Equal(t, "v0.3.0", baseTag("v0.3.1-0.20261201202717-df43c6996f55"), "after the v0.3.0 release")
+	assert.Equal(t, "v0.4.0-rc.1", baseTag("v0.4.0-rc.1.0.20261201202717-df43c6996f55"), "after a pre-release")
+	assert.Equal(t, "", baseTag("v0.0.0-20261201065307-224d90d68209"), "no tag before it")
 }
 
 func TestReleaseTags(t *testing.T) {
