@@ -67,7 +67,7 @@ release-check:
 	@echo "release-check: $(VERSION) can be cut from $$(git rev-parse --short HEAD); tag it and push, in this order:"
 	@echo "  git tag -a $(VERSION) -m 'httpretry $(VERSION)'"
 	@echo "  git tag -a otelretry/$(VERSION) -m 'otelretry $(VERSION)'"
-	@echo "  git push origin $(VERSION) otelretry/$(VERSION)"
+	@echo "  git push --atomic origin HEAD:main $(VERSION) otelretry/$(VERSION)"
 
 ## bench: the package's benchmarks, then the peer comparison in bench/
 ## (about 5 minutes; the fleet as real processes is apart: cd bench && go run ./cmd/fleetprocs)
