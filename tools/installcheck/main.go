@@ -10,11 +10,17 @@
 // in a scratch module with no replace, it runs the go get line of
 // otelretry from README.md's install section alone, checks the versions it
 // resolved, then builds and runs a program that uses httpretry.New and
-// otelretry.Observer; then the README's other install lines, and the
-// program again. Every other module (otel and its dependencies) comes from
-// a file proxy, the download cache of the local module cache, which go mod
-// download in HEAD's otelretry fills (from the network only when it lacks
-// something).
+// otelretry.Observer; then, in a second scratch module, the README's whole
+// install block, and the program again. Every other module (otel and its
+// dependencies) comes from a file proxy, the download cache of the local
+// module cache, which go mod download in HEAD's otelretry fills (from the
+// network only when it lacks something).
+//
+// Once a release is out, otelretry requires its tag vX.Y.Z, or a
+// pseudo-version based on it: the served repository then holds that one
+// tag, taken from the local repository. A shallow clone is skipped, with a
+// message that says so, as it cannot hold the history a pseudo-version
+// names (-shallow fail fails instead).
 //
 // Run it from the repository's root with make installcheck, or:
 //
@@ -40,7 +46,7 @@ const rootPath = "github.com/httpretry/httpretry"
 
 func main() {
 	repo := flag.String("repo", ".", "the repository's root `dir`")
-	keep := flag.Bool("keep", false, "keep the served repository, module cache and scratch module, to look into a failure")
+	keep := flag.Bool("keep", false, "keep the served repository, module cache and scratch modules, to look into a failure")
 	release := flag.String("release", "", "also serve the tags of a release of `vX.Y.Z` at HEAD, as pushing them will")
 	shallow := flag.String("shallow", "skip", "what to do in a shallow clone, whose history may lack the commit otelretry requires: `skip|fail`")
 	flag.Parse()
