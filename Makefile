@@ -38,17 +38,20 @@ soak:
 examples:
 	go build -o /dev/null ./examples/...
 
-## installcheck: prove offline that a user can go get otelretry: both
-## published modules zipped from the working tree as the go command zips a
-## tagged commit, at the httpretry version otelretry requires, served from a
-## file proxy, installed with no replace into a fresh module cache, and a
-## program using them built and run (tools/installcheck)
+## installcheck: prove offline that a user can install from the repository
+## as published, main and no tag: HEAD's committed history served as main
+## of a scratch git repository, fetched by the go command through a git URL
+## rewrite into a fresh module cache; README.md's go get lines run in a
+## scratch module with no replace, otelretry's alone first, and a program
+## using both packages built and run (tools/installcheck; a shallow clone
+## is skipped, loudly)
 installcheck:
 	cd tools/installcheck && go run . -repo ../..
 
 ## release-check VERSION=vX.Y.Z: what must hold before the release commit
 ## is tagged (CONTRIBUTING.md): a clean tree, a CHANGELOG section, otelretry
-## requiring VERSION, no such tags yet, and installcheck
+## requiring VERSION, no such tags yet, and installcheck with the release's
+## two tags served at HEAD, as pushing them will (never skipped)
 release-check:
 	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; \
 		*) echo "release-check: give the version to release, as in make release-check VERSION=v0.2.0" >&2; exit 1;; esac
@@ -60,11 +63,11 @@ release-check:
 	@for t in $(VERSION) otelretry/$(VERSION); do \
 		if git rev-parse -q --verify "refs/tags/$$t" >/dev/null; then echo "release-check: tag $$t exists already" >&2; exit 1; fi; \
 	done
-	@$(MAKE) --no-print-directory installcheck
+	cd tools/installcheck && go run . -repo ../.. -release $(VERSION) -shallow fail
 	@echo "release-check: $(VERSION) can be cut from $$(git rev-parse --short HEAD); tag it and push, in this order:"
 	@echo "  git tag -a $(VERSION) -m 'httpretry $(VERSION)'"
 	@echo "  git tag -a otelretry/$(VERSION) -m 'otelretry $(VERSION)'"
-	@echo "  git push origin $(VERSION) otelretry/$(VERSION)"
+	@echo "  git push --atomic origin HEAD:main $(VERSION) otelretry/$(VERSION)"
 
 ## bench: the package's benchmarks, then the peer comparison in bench/
 ## (about 5 minutes; the fleet as real processes is apart: cd bench && go run ./cmd/fleetprocs)

@@ -4,12 +4,14 @@ go 1.25.0
 
 // Here otelretry builds against the working tree. A replace applies only
 // in the main module, so a user who runs go get gets the httpretry version
-// required below from the module proxy: it names the release that goes out
-// with otelretry's own (CONTRIBUTING.md, "Cutting a release").
+// required below, which the module proxy fetches from this repository.
+// Between releases that is the pseudo-version of a commit on main that has
+// every API otelretry uses; a release commit requires the release
+// (CONTRIBUTING.md, "Cutting a release").
 replace github.com/httpretry/httpretry => ../
 
 require (
-	github.com/httpretry/httpretry v0.2.0
+	github.com/httpretry/httpretry v0.0.0-20261201065307-224d90d68209
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0

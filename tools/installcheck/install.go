@@ -2,17 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // program is what a user of otelretry writes, as its README shows: an
-// Observer on the global meter given to an httpretry transport. It sends
-// one GET to a loopback server that answers 503 once, so the transport has
-// a retry to make and the observer an event to count.
+// Observer given to an httpretry transport. It sends one GET to a loopback
+// server that answers 503 once, so the transport has a retry to make and
+// the observer an event to take. Its meter is a no-op one, from the otel
+// metric module that otelretry itself imports, so that the program builds
+// on what the README's go get lines fetched and nothing else.
 const program = `package main
 
 import (
@@ -24,7 +30,7 @@ import (
 
 	"github.com/httpretry/httpretry"
 	"github.com/httpretry/httpretry/otelretry"
-	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 func main() {
@@ -36,7 +42,7 @@ func main() {
 	}))
 	defer srv.Close()
 
-	observe, err := otelretry.Observer(otel.Meter("installcheck"))
+	observe, err := otelretry.Observer(noop.NewMeterProvider().Meter("installcheck"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -71,65 +77,137 @@ func downloadCache(dir string) (string, error) {
 	return filepath.Join(strings.TrimSpace(modcache), "cache", "download"), nil
 }
 
-// install does what a new user of otelretry does, in a scratch module at
-// dir with no replace: go get otelretry at version, then build and run
-// program. Modules come only from the file proxies, in order, into a fresh
-// module cache at modcache, so a version cached by an earlier run cannot
-// hide a changed tree. It returns what the program printed.
-func install(dir, modcache string, proxies []string, version string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	urls := make([]string, len(proxies))
-	for i, p := range proxies {
-		urls[i] = fileURL(p)
-	}
-	env := []string{
-		"GOPROXY=" + strings.Join(urls, ","),
-		"GOMODCACHE=" + modcache,
-		// The proxies are local files written or fetched a moment ago, and
-		// the check must not reach the network for a checksum.
-		"GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GONOPROXY=", "GOINSECURE=",
+// userEnv is the environment of the go command in the scratch module: a
+// user's, with nothing cached. The module path of this repository goes
+// direct, through git, to the served repository that gitconfig rewrites
+// GitHub's URL to; every other module comes from the file proxy at proxy.
+// GOPATH and its module cache are fresh, so that no version fetched before
+// can hide what the served repository holds.
+func userEnv(gopath, gitconfig, proxy string) []string {
+	return []string{
+		"GOENV=off", // a developer's go env -w settings are not a user's
+		"GOPATH=" + gopath,
+		"GOMODCACHE=" + filepath.Join(gopath, "pkg", "mod"),
 		// -modcacherw lets the fresh module cache be deleted afterwards.
-		"GOFLAGS=-mod=mod -modcacherw",
+		"GOFLAGS=-modcacherw",
+		"GOPROXY=" + fileURL(proxy),
+		"GOPRIVATE=" + privatePattern,
+		"GONOPROXY=" + privatePattern,
+		"GONOSUMDB=" + privatePattern,
+		// The checksum database cannot be reached offline, and it knows no
+		// commit of the served repository. The other modules come from the
+		// developer's module cache, where the go command put them after
+		// checking them against otelretry's go.sum.
+		"GOSUMDB=off",
+		"GOINSECURE=",
+		"GOVCS=" + privatePattern + ":git,*:off",
 		"GOWORK=off",
 		"GOTOOLCHAIN=local",
+		"GIT_CONFIG_GLOBAL=" + gitconfig,
+		"GIT_CONFIG_NOSYSTEM=1",
+		// The go command lets git fetch over https; git then needs the file
+		// protocol that the URL rewrite turns it into.
+		"GIT_ALLOW_PROTOCOL=https:file",
+		"GIT_TERMINAL_PROMPT=0",
 	}
-	otel := rootPath + "/otelretry@" + version
-	steps := []struct {
-		args []string
-		what string
+}
+
+// privatePattern is the module path prefix that goes direct to git.
+const privatePattern = "github.com/httpretry"
+
+// want is the versions the scratch modules must resolve.
+type want struct {
+	otel      string // otelretry@latest
+	rootAlone string // httpretry after go get of otelretry alone: what otelretry requires
+	rootAll   string // httpretry after all the install lines: the newer of @latest and rootAlone
+}
+
+// install does what a new user does, in scratch modules under dir with no
+// replace. First the README's go get line of otelretry alone, which must
+// bring the httpretry that otelretry requires; then, in a second module,
+// every go get line of the README in its order, as a user who copies the
+// whole block runs them. After each, it checks the versions resolved and
+// builds and runs program. It reports each to out. Modules land in the
+// module cache at modcache, env's.
+func install(dir, modcache string, env []string, lines [][]string, w want, out io.Writer) error {
+	scratches := []struct {
+		name  string
+		lines [][]string
+		root  string
 	}{
-		{[]string{"mod", "init", "example.com/installcheck"}, "creating the scratch module"},
-		{[]string{"get", otel}, "go get " + otel + " with no replace, as a user would (is each module's zip complete, and does otelretry/go.mod require a version the proxy has?)"},
-		{[]string{"build", "-trimpath", "-o", "installcheck-program", "."}, "building a program that imports httpretry and otelretry as installed"},
+		{"otelretry alone", lines[otelLine(lines) : otelLine(lines)+1], w.rootAlone},
+		{"the install block", lines, w.rootAll},
 	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
-		return "", err
+	if len(lines) == 1 {
+		scratches = scratches[:1]
 	}
-	for _, s := range steps {
-		if _, err := goCmd(dir, env, s.args...); err != nil {
-			return "", fmt.Errorf("%s: %w", s.what, err)
+	for n, sc := range scratches {
+		if err := installIn(filepath.Join(dir, fmt.Sprint("scratch", n)), modcache, env, sc.name, sc.lines, sc.root, w.otel, out); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
+// installIn runs the go get lines in a new scratch module at dir, checks
+// that they resolved httpretry at root and otelretry at otel, and builds
+// and runs program.
+func installIn(dir, modcache string, env []string, name string, lines [][]string, root, otel string, out io.Writer) error {
+	start := time.Now()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := goCmd(dir, env, "mod", "init", "example.com/installcheck"); err != nil {
+		return fmt.Errorf("creating the scratch module: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
+		return err
+	}
+	var run []string
+	for _, args := range lines {
+		line := "go get " + strings.Join(args, " ")
+		run = append(run, line)
+		if _, err := goCmd(dir, env, append([]string{"get"}, args...)...); err != nil {
+			return fmt.Errorf("%s (README.md's install line, run in a scratch module with no replace: the version it names and the httpretry version otelretry requires must each be a commit on main or a pushed tag): %w", line, err)
+		}
+	}
 	got, err := goCmd(dir, env, "list", "-m", "-f", "{{.Path}} {{.Version}}", rootPath, rootPath+"/otelretry")
 	if err != nil {
-		return "", err
+		return fmt.Errorf("after %s: %w", strings.Join(run, "; "), err)
 	}
-	if want := fmt.Sprintf("%s %s\n%s/otelretry %s\n", rootPath, version, rootPath, version); got != want {
-		return "", fmt.Errorf("the scratch module resolved\n%swhere it should resolve\n%s", got, want)
+	if want := fmt.Sprintf("%s %s\n%s/otelretry %s\n", rootPath, root, rootPath, otel); got != want {
+		return fmt.Errorf("after %s the scratch module resolved\n%swhere it should resolve\n%s", strings.Join(run, "; "), got, want)
 	}
+	if err := checkNoPrograms(filepath.Join(modcache, privatePattern)); err != nil {
+		return err
+	}
+	fetched := time.Since(start)
+	printed, err := buildAndRun(dir, env)
+	if err != nil {
+		return fmt.Errorf("after %s: %w", strings.Join(run, "; "), err)
+	}
+	fmt.Fprintf(out, "installcheck: %s: %s (%.1fs): httpretry %s, otelretry %s; the program (%.1fs): %s\n",
+		name, strings.Join(run, "; "), fetched.Seconds(), root, otel, (time.Since(start) - fetched).Seconds(), printed)
+	return nil
+}
 
-	run := exec.Command(filepath.Join(dir, "installcheck-program"))
+// buildAndRun builds program against the modules the scratch module at dir
+// resolved, with its go.mod and go.sum as go get left them, and runs it.
+func buildAndRun(dir string, env []string) (string, error) {
+	if _, err := goCmd(dir, env, "build", "-trimpath", "-o", "installcheck-program", "."); err != nil {
+		return "", fmt.Errorf("building a program that imports httpretry and otelretry as installed: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, filepath.Join(dir, "installcheck-program"))
 	var stderr bytes.Buffer
 	run.Stderr = &stderr
-	out, err := run.Output()
+	printed, err := run.Output()
 	if err != nil {
 		return "", fmt.Errorf("running the program built against the installed modules: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	if strings.TrimSpace(string(out)) != wantOutput {
-		return "", fmt.Errorf("the program built against the installed modules printed %q, want %q", strings.TrimSpace(string(out)), wantOutput)
+	if got := strings.TrimSpace(string(printed)); got != wantOutput {
+		return "", fmt.Errorf("the program built against the installed modules printed %q, want %q", got, wantOutput)
 	}
 	return wantOutput, nil
 }
@@ -148,4 +226,9 @@ func goCmd(dir string, env []string, args ...string) (string, error) {
 		return "", fmt.Errorf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, strings.TrimSpace(stderr.String()+stdout.String()))
 	}
 	return stdout.String(), nil
+}
+
+// fileURL is the URL of a local directory, as GOPROXY and git take it.
+func fileURL(dir string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
@@ -10,8 +11,8 @@ import (
 )
 
 // requiredRoot returns the httpretry version that the go.mod at path (the
-// otelretry module's) requires: the release otelretry goes out with, and so
-// the version at which both modules are zipped.
+// otelretry module's) requires, which is what a user who installs
+// otelretry alone gets.
 func requiredRoot(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -21,9 +22,10 @@ func requiredRoot(path string) (string, error) {
 }
 
 // parseRequiredRoot is requiredRoot on the file's contents. A replace is
-// ignored in a dependency, so the require must name a release that users
-// can fetch: a pseudo-version (the zero one, v0.0.0-00010101000000-…, most
-// of all) names a commit that no tag marks.
+// ignored in a dependency, so the require must name a version that the
+// repository has: a release, or the pseudo-version of a commit. The zero
+// pseudo-version, v0.0.0-00010101000000-000000000000, that a replace
+// lets go mod tidy write, names no commit at all.
 func parseRequiredRoot(path string, data []byte) (string, error) {
 	f, err := modfile.Parse(path, data, nil)
 	if err != nil {
@@ -35,10 +37,10 @@ func parseRequiredRoot(path string, data []byte) (string, error) {
 		}
 		v := r.Mod.Version
 		switch {
-		case module.IsPseudoVersion(v):
-			return "", fmt.Errorf("%s requires %s %s, a pseudo-version: users who go get otelretry cannot fetch it (the replace applies only here); require the release otelretry goes out with, vX.Y.Z", path, rootPath, v)
-		case semver.Canonical(v) != v:
-			return "", fmt.Errorf("%s requires %s %s, not a release version vX.Y.Z", path, rootPath, v)
+		case semver.Canonical(v) != v || semver.Build(v) != "":
+			return "", fmt.Errorf("%s requires %s %s, not a version the go command gives a commit", path, rootPath, v)
+		case module.IsPseudoVersion(v) && strings.HasSuffix(v, "-00010101000000-000000000000"):
+			return "", fmt.Errorf("%s requires %s %s, the zero pseudo-version, which names no commit: require the pseudo-version of a commit on main (CONTRIBUTING.md)", path, rootPath, v)
 		}
 		return v, nil
 	}
