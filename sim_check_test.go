@@ -200,16 +200,26 @@ func (run *simRun) checkAttempts(sr *simReq) {
 				key = k
 			}
 		}
+		// A copy decided in time but announced to an observer that took
+		// long goes out late: no check follows the announcement.
+		late := sr.timeDefect()
+		if late == "" && run.sleptOnHedge(sr, a) {
+			late = "hedge-unchecked-launch"
+		}
 		if !sr.deadline.IsZero() && a.start.After(sr.deadline) {
-			run.violate(sr, "no-attempt-after-deadline", sr.timeDefect(), "attempt %d started %v after the deadline",
+			run.violate(sr, "no-attempt-after-deadline", late, "attempt %d started %v after the deadline",
 				a.n, a.start.Sub(sr.deadline))
 		}
 		if cb := sr.callerEnd(); a.start.After(cb) {
-			run.violate(sr, "no-attempt-after-end", "", "attempt %d started %v after the request's end at %v",
+			run.violate(sr, "no-attempt-after-end", late, "attempt %d started %v after the request's end at %v",
 				a.n, a.start.Sub(cb), cb.Sub(sr.start))
 		}
 		if !sr.deadline.IsZero() && a.settled.After(sr.deadline) {
-			run.violate(sr, "attempt-by-deadline", sr.timeDefect(), "attempt %d went on %v past the deadline",
+			d := sr.timeDefect()
+			if !a.start.Before(sr.deadline) {
+				d = late
+			}
+			run.violate(sr, "attempt-by-deadline", d, "attempt %d went on %v past the deadline",
 				a.n, a.settled.Sub(sr.deadline))
 		}
 		if pt := run.perTry(); pt > 0 && a.settled.Sub(a.start) > pt {
@@ -231,6 +241,18 @@ func (run *simRun) checkAttempts(sr *simReq) {
 		}
 		seen[a.n] = true
 	}
+}
+
+// sleptOnHedge reports whether a may be a copy that an observer of its
+// EventHedge held up (with nesting, attempt numbers are the inner's).
+func (run *simRun) sleptOnHedge(sr *simReq, a *simAttempt) bool {
+	if sr.slept == 0 {
+		return false
+	}
+	if run.cfg.nested {
+		return run.cfg.sleepOn[httpretry.EventHedge]
+	}
+	return sr.announcedBy(a.n) == httpretry.EventHedge
 }
 
 // perTry is the bound on one attempt's wait for headers: the policy's, or
@@ -286,11 +308,15 @@ func (run *simRun) checkRetryAfter(sr *simReq) {
 			if b.origin != a.origin || !b.start.After(a.settled) {
 				continue
 			}
+			defect := ""
+			if run.sleptOnHedge(sr, b) {
+				defect = "hedge-unchecked-launch"
+			}
 			if ra > maxRA {
-				run.violate(sr, "retry-after", "", "attempt %d to %s after attempt %d was told Retry-After %q (over MaxRetryAfter %v)",
+				run.violate(sr, "retry-after", defect, "attempt %d to %s after attempt %d was told Retry-After %q (over MaxRetryAfter %v)",
 					b.n, b.origin.url, a.n, a.ra, maxRA)
 			} else if b.start.Before(a.settled.Add(ra)) {
-				run.violate(sr, "retry-after", "", "attempt %d to %s came %v after attempt %d was told Retry-After %q",
+				run.violate(sr, "retry-after", defect, "attempt %d to %s came %v after attempt %d was told Retry-After %q",
 					b.n, b.origin.url, b.start.Sub(a.settled), a.n, a.ra)
 			}
 		}
@@ -709,6 +735,100 @@ func (run *simRun) checkScenario() {
 			run.violate(last, "demoted-comes-back", "", "the primary, healthy since %v, was not restored (restore event: %v)",
 				demoteOutage, restored)
 		}
+	}
+}
+
+// checkRetryOn: RetryOn holds only failures, 400-599 (point 20), so that
+// Validate refuses any other status; p is returned without them.
+func (run *simRun) checkRetryOn(p httpretry.Policy) httpretry.Policy {
+	var keep, bad []int
+	for _, s := range p.RetryOn {
+		if s >= 400 && s <= 599 {
+			keep = append(keep, s)
+		} else {
+			bad = append(bad, s)
+		}
+	}
+	if len(bad) == 0 {
+		return p
+	}
+	if err := p.Validate(); err == nil {
+		run.violate(nil, "retry-on-failures-only", "retryon-200-accepted", "Validate accepts RetryOn %v", p.RetryOn)
+	}
+	if keep == nil {
+		keep = []int{}
+	}
+	p.RetryOn = keep
+	return p
+}
+
+// checkSweep: once every host has been idle for a whole window, a host
+// whose floor credit is full, with no demotion standing and no learned
+// hedge delay, is forgotten by the next sweep (DESIGN 8, 15, 17, 18).
+func (run *simRun) checkSweep() {
+	cfgB := run.cfg.policies[0].Budget
+	w := cfgB.Window
+	if w == 0 {
+		w = 10 * time.Second
+	}
+	floor := cfgB.MinRetries
+	if floor == 0 {
+		floor = 10
+	}
+	floor = max(floor, 0)
+	if cfgB.Disabled {
+		floor = -1 // no budget: any credit reads as full
+	}
+	// The sweep runs when a host is added, at most every 10 s; a budget's
+	// ticker may open one more slot after its last request.
+	idle := w + 2*(w/10) + 11*time.Second
+	time.Sleep(idle)
+	for ri, reg := range run.registries {
+		reg.For("sweep.sim", cfgB)
+		// An origin's demotion stands if its latest verdict demoted it;
+		// verdicts at one instant may have come in either order.
+		standing := map[string]bool{}
+		latest := map[string]time.Time{}
+		quantile := map[string]bool{}
+		for _, sr := range run.reqs {
+			if run.regOf[sr.tr] != ri {
+				continue
+			}
+			for _, e := range sr.events {
+				if e.Kind != httpretry.EventDemote && e.Kind != httpretry.EventRestore {
+					continue
+				}
+				demote := e.Kind == httpretry.EventDemote
+				switch t := latest[e.Origin]; {
+				case e.at.After(t):
+					latest[e.Origin], standing[e.Origin] = e.at, demote
+				case e.at.Equal(t):
+					standing[e.Origin] = standing[e.Origin] || demote
+				}
+			}
+			if sr.pol.Hedge.Quantile > 0 {
+				for _, c := range sr.cands {
+					quantile[c.key] = true
+				}
+			}
+		}
+		reg.Range(func(host string, s httpretry.BudgetStats) bool {
+			if host == "sweep.sim" || s.DemotedFor != 0 || s.HedgeAfter != 0 || floor >= 0 && s.Credit != floor {
+				return true
+			}
+			for _, o := range run.cfg.origins {
+				if o.key == host && standing[o.url] {
+					return true // an expired demotion not yet probed stands
+				}
+			}
+			defect := ""
+			if quantile[host] {
+				defect = "cold-host-kept"
+			}
+			run.violate(nil, "idle-host-forgotten", defect, "%s, idle for %v with its credit full, is still held: %+v",
+				host, idle, s)
+			return true
+		})
 	}
 }
 

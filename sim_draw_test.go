@@ -163,6 +163,11 @@ func drawPolicy(r *rand.Rand, budget httpretry.BudgetConfig) httpretry.Policy {
 	case 2:
 		p.RetryOn = []int{429, 500, 503}
 	}
+	if r.IntN(16) == 0 {
+		// Not a failure: Validate must refuse it (point 20), and build
+		// takes it out again.
+		p.RetryOn = append(p.RetryOn, pick(r, 101, 200, 204, 304))
+	}
 	if r.IntN(3) == 0 {
 		p.PerTryTimeout = pick(r, 50*time.Millisecond, 200*time.Millisecond, time.Second)
 	}
@@ -274,7 +279,7 @@ func drawMixed(seed uint64) *runConfig {
 			}
 		}
 	}
-	if r.IntN(8) == 0 {
+	if r.IntN(4) == 0 {
 		cfg.sleepFor = pick(r, time.Millisecond, 100*time.Millisecond)
 		cfg.sleepOn = map[httpretry.EventKind]bool{pick(r, httpretry.EventRetry, httpretry.EventFallback,
 			httpretry.EventHedge, httpretry.EventGiveUp): true}
