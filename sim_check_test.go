@@ -603,7 +603,7 @@ func (run *simRun) checkBudgets() {
 			panics = panics || sr.panicked
 		}
 		for _, o := range run.cfg.origins {
-			s := stats[o.key]
+			s, held := stats[o.key]
 			upper, lower, byCopy := 0, 0, 0
 			for _, sr := range reqs {
 				for _, c := range sr.cands {
@@ -627,7 +627,10 @@ func (run *simRun) checkBudgets() {
 				// request there: the shortfall those copies explain is
 				// that defect, any more is not.
 				defect := ""
-				if s.Requests >= lower-byCopy {
+				switch {
+				case !held:
+					defect = "sweep-evicts-held-budget"
+				case s.Requests >= lower-byCopy:
 					defect = "hedge-fallback-budget"
 				}
 				run.violate(nil, "budget-requests", defect, "%s records %d requests, %d requests sent to it",

@@ -68,6 +68,8 @@ var knownDefects = map[string]string{
 	// Found by the simulator, not named in issue 20.
 	"hedge-unchecked-launch": "a copy is sent when an observer of its EventHedge returns, with " +
 		"no check again: past the Deadline, after the caller's end, after a Retry-After too long",
+	"sweep-evicts-held-budget": "the sweep that adding one candidate's budget runs can forget another " +
+		"candidate's idle budget the request already holds: what it records there is lost",
 }
 
 // simRun is one seed's run: what was drawn, what the base saw, what the

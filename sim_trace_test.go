@@ -3,6 +3,7 @@ package httpretry_test
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -58,6 +59,13 @@ func (run *simRun) report(vs []violation) string {
 		}
 		b.WriteString("\n")
 	}
+	vs = append([]violation(nil), vs...)
+	sort.SliceStable(vs, func(i, j int) bool {
+		if vs[i].req != vs[j].req {
+			return vs[i].req < vs[j].req
+		}
+		return vs[i].inv < vs[j].inv
+	})
 	named := map[int]bool{}
 	for _, v := range vs {
 		d := ""
