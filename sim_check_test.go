@@ -115,6 +115,15 @@ func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
 			"RoundTrip returned %v after the start, past its bound at %v (observers slept %v)",
 			sr.end.Sub(sr.start), bound.Sub(sr.start), sr.slept)
 	}
+	if end := sr.callerEnd(); !run.cfg.nested && !sr.end.Before(end) && sr.slept == 0 && !sr.passesThrough() &&
+		sr.waitingAt(end) {
+		// The caller ended the request during a wait: it gets its
+		// context's error, wrapped, and no response.
+		if cause := sr.ctx.Err(); resp != nil || !errors.Is(sr.err, cause) {
+			run.violate(sr, "canceled-in-wait", "", "the caller ended it at %v during a wait, RoundTrip returned at %v: %d, %v (not %v)",
+				end.Sub(sr.start), sr.end.Sub(sr.start), sr.status, sr.err, cause)
+		}
+	}
 	run.checkAttempts(sr)
 	if !run.cfg.nested {
 		run.checkRetryAfter(sr)
@@ -836,3 +845,18 @@ func (run *simRun) checkSweep() {
 }
 
 var _ = fmt.Sprint
+
+// waitingAt reports whether sr was between attempts at t: it had sent
+// one, and none was in flight (an attempt that came back at t came back
+// because of what happened at t).
+func (sr *simReq) waitingAt(t time.Time) bool {
+	if len(sr.attempts) == 0 {
+		return false
+	}
+	for _, a := range sr.attempts {
+		if !a.start.Before(t) || !a.settled.Before(t) {
+			return false
+		}
+	}
+	return true
+}

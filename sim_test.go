@@ -261,6 +261,9 @@ func (run *simRun) record(e httpretry.Event) {
 		run.violate(nil, "event-request", "", "%s event without the caller's request", e.Kind)
 		return
 	}
+	if e.Request != sr.req {
+		run.violate(sr, "event-request", "", "%s event carries a request that is not the caller's", e.Kind)
+	}
 	run.mu.Lock()
 	sr.events = append(sr.events, simEvent{at: time.Now(), Event: e})
 	run.mu.Unlock()
