@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -843,8 +842,6 @@ func (run *simRun) checkSweep() {
 		})
 	}
 }
-
-var _ = fmt.Sprint
 
 // waitingAt reports whether sr was between attempts at t: it had sent
 // one, and none was in flight (an attempt that came back at t came back

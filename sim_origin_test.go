@@ -1,7 +1,6 @@
 package httpretry_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -442,5 +441,3 @@ type attemptKey struct{ req, n, origin int }
 
 // errSimCanceled is the cause of a caller's cancel.
 var errSimCanceled = errors.New("sim: the caller canceled")
-
-var _ = context.Canceled

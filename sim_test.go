@@ -20,10 +20,27 @@ import (
 
 // The simulator (issue 20): one seed draws one run of httpretry over the
 // whole feature space, inside synctest so that time is virtual, with
-// in-memory origins behind the base RoundTripper; every invariant the
-// contract states is checked after each request and at the end of the
-// run. A failure prints the seed, the violations, a trace of the run and
-// the command that replays it.
+// in-memory origins behind the base RoundTripper (sim_origin_test.go);
+// every invariant the contract states is checked after each request and
+// at the end of the run (sim_check_test.go). A failure prints the seed,
+// the violations, a trace of the run in virtual time and the command that
+// replays it (sim_trace_test.go).
+//
+// Dimensions (sim_draw_test.go, sim_scenario_test.go): MaxRetries 0-5 in
+// the policy and per request; every backoff kind with or without a wait
+// budget; RetryOn (with a status that is no failure now and then);
+// PerTryTimeout, Deadline, MaxRetryAfter, MaxReplayBytes; budgets
+// default, strict, tiny or disabled, shared by two transports or not;
+// hedging off, fixed or learned with Max 1-3; 0-3 fallbacks in the policy
+// and per request; demotion; RetryIf; AutoIdempotencyKey; WithIdempotent;
+// httpretry inside httpretry; observers that panic or sleep on some
+// kinds. Origins change over virtual time: answers, 500/502/503/504, 429,
+// Retry-After as seconds, dates, garbage or huge, refused and hung dials,
+// resets before and after the body, slow and black-holed attempts, early
+// answers to an upload still going on, bodies cut mid-stream. Requests
+// come from several goroutines: GET, HEAD, PUT, DELETE, keyed and unkeyed
+// POST and PATCH, bodies with and without GetBody around MaxReplayBytes,
+// callers that cancel. Three liveness scenarios run on fixed seeds.
 //
 // Runs are exact in virtual time, but not every draw is the seed's: the
 // jittered waits and demotion lengths come from the package's shared
@@ -542,8 +559,11 @@ func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 		}
 		real = append(real, v)
 		name := v.inv
-		if v.defect != "" {
-			name += " (" + v.defect + ", not in knownDefects)"
+		switch _, ok := knownDefects[v.defect]; {
+		case ok:
+			name += " (known defect " + v.defect + ", -sim.strict)"
+		case v.defect != "":
+			name += " (" + v.defect + ", no longer in knownDefects)"
 		}
 		sum.byInv[name] = append(sum.byInv[name], seed)
 	}
