@@ -375,6 +375,9 @@ func (run *simRun) checkEvents(sr *simReq) {
 		}
 		switch e.Kind {
 		case httpretry.EventDemote, httpretry.EventRestore:
+			if len(sr.cands) < 2 {
+				run.violate(sr, "demote-needs-fallback", "", "%s event on a request with one candidate", e.Kind)
+			}
 			if e.Origin != about.origin.url {
 				run.violate(sr, "event-origin", "", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin,
 					e.Attempt, about.origin.url)
@@ -590,10 +593,19 @@ func (run *simRun) checkBudgets() {
 		floor = 10
 	}
 	floor = max(floor, 0)
+	// A demotion lasts at most Demote.Max (30 s by default), or what a
+	// Retry-After asked, at most MaxRetryAfter (30 s by default).
+	longest := 30 * time.Second
+	for _, p := range run.cfg.policies {
+		longest = max(longest, p.Demote.Max, p.Demote.For, p.MaxRetryAfter)
+	}
 	for ri, reg := range run.registries {
 		stats := map[string]httpretry.BudgetStats{}
 		reg.Range(func(host string, s httpretry.BudgetStats) bool {
 			stats[host] = s
+			if s.DemotedFor > longest {
+				run.violate(nil, "demotion-bound", "", "%s is demoted for %v, longer than %v", host, s.DemotedFor, longest)
+			}
 			return true
 		})
 		var reqs []*simReq
