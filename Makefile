@@ -8,7 +8,7 @@ FUZZTIME    ?= 30s
 TESTFLAGS   ?= -short
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test race soak bench fuzz lint demo cover examples installcheck release-check
+.PHONY: test race soak sim bench fuzz lint demo cover examples installcheck release-check
 
 ## test: the examples' build; go vet and every test with the race detector,
 ## in every module, short forms of the long tests (TESTFLAGS= runs them in
@@ -33,6 +33,11 @@ race: test
 ## 32 MiB uploads, 20 cancel rounds), with their figures (-v)
 soak:
 	cd chaos && go test -race -count=1 -timeout 20m -v ./...
+
+## sim: the simulator (issue 20) over SEEDS seeds (100000), from SIMFIRST (1), without -race;
+## a failing seed prints its trace and the command that replays it
+sim:
+	go test -count=1 -timeout 0 -v -run '^TestSimulate$$' -sim.seeds=$(or $(SEEDS),100000) -sim.first=$(or $(SIMFIRST),1) .
 
 ## examples: build the runnable programs under examples/
 examples:

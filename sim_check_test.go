@@ -1,0 +1,871 @@
+package httpretry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/httpretry/httpretry"
+)
+
+// The invariants. Each is exact where the contract is, and elsewhere a
+// bound that cannot be wrong: a false alarm is a defect of the
+// simulator. A check that a known defect breaks names it (see
+// knownDefects) only under the conditions that defect needs, so that
+// deleting the entry makes the simulator fail on unfixed code and on
+// nothing else.
+
+// passesThrough reports whether sr is one that today's code sends as it
+// is: no resend, no other candidate.
+func (sr *simReq) passesThrough() bool { return sr.maxRetries == 0 && len(sr.cands) == 1 }
+
+// timeDefect is the known defect that explains a broken time bound of sr.
+func (sr *simReq) timeDefect() string {
+	if sr.passesThrough() {
+		return "maxretries0-timebounds"
+	}
+	return ""
+}
+
+// innerTimeDefect is timeDefect for a bound the inner transport of a
+// nested run sets: it passes its requests through when its own MaxRetries
+// is 0 (nested runs set no WithMaxRetries nor WithFallbacks).
+func (run *simRun) innerTimeDefect(sr *simReq) string {
+	if d := sr.timeDefect(); d != "" {
+		return d
+	}
+	if in := run.cfg.inner; run.cfg.nested && in.MaxRetries == 0 && (in.PerTryTimeout > 0 || in.Deadline > 0) {
+		return "maxretries0-timebounds"
+	}
+	return ""
+}
+
+// callerEnd is the earliest instant at which the caller ends sr: its
+// context's deadline or its cancel.
+func (sr *simReq) callerEnd() time.Time {
+	if !sr.cancelAt.IsZero() && sr.cancelAt.Before(sr.ctxDL) {
+		return sr.cancelAt
+	}
+	return sr.ctxDL
+}
+
+// retried reports whether status is one the policy retries.
+func (sr *simReq) retried(status int) bool {
+	if sr.pol.RetryIf != nil {
+		return status == 502 || status == 503 // simRetryIf
+	}
+	if sr.pol.RetryOn == nil {
+		return status == 429 || status == 502 || status == 503 || status == 504
+	}
+	for _, s := range sr.pol.RetryOn {
+		if s == status {
+			return true
+		}
+	}
+	return false
+}
+
+// cutBy is the earliest instant at which something outside the attempt
+// (the caller, the policy's deadline) ends sr's attempts; zero: none.
+func (sr *simReq) cutBy() time.Time {
+	t := sr.ctxDL
+	for _, u := range []time.Time{sr.deadline, sr.cancelAt} {
+		if !u.IsZero() && (t.IsZero() || u.Before(t)) {
+			t = u
+		}
+	}
+	return t
+}
+
+// possiblyCut reports whether a's response may have been cut by a timer
+// firing at the same instant (PerTryTimeout, the deadline, the caller),
+// in which case the loop may have seen an error instead.
+func (sr *simReq) possiblyCut(a *simAttempt) bool {
+	if a.ctxDone {
+		return true
+	}
+	if pt := sr.pol.PerTryTimeout; pt > 0 && !a.settled.Before(a.start.Add(pt)) {
+		return true
+	}
+	if c := sr.cutBy(); !c.IsZero() && !a.settled.Before(c) {
+		return true
+	}
+	return false
+}
+
+// checkReturn checks what RoundTrip did, as soon as it returned.
+func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
+	if sr.panicVal != nil {
+		if _, ok := sr.panicVal.(simPanic); !ok {
+			run.violate(sr, "no-panic", "", "RoundTrip panicked: %v", sr.panicVal)
+		}
+		return
+	}
+	if (resp == nil) == (sr.err == nil) {
+		run.violate(sr, "response-xor-error", "", "response %v and error %v", resp != nil, sr.err)
+	}
+	run.checkUnmodified(sr)
+	if bound := sr.cutBy(); !bound.IsZero() && sr.end.After(bound.Add(sr.slept)) {
+		run.violate(sr, "returns-by-deadline", sr.timeDefect(),
+			"RoundTrip returned %v after the start, past its bound at %v (observers slept %v)",
+			sr.end.Sub(sr.start), bound.Sub(sr.start), sr.slept)
+	}
+	if end := sr.callerEnd(); !run.cfg.nested && !sr.end.Before(end) && sr.slept == 0 && !sr.passesThrough() &&
+		sr.waitingAt(end) {
+		// The caller ended the request during a wait: it gets its
+		// context's error, wrapped, and no response.
+		if cause := sr.ctx.Err(); resp != nil || !errors.Is(sr.err, cause) {
+			run.violate(sr, "canceled-in-wait", "", "the caller ended it at %v during a wait, RoundTrip returned at %v: %d, %v (not %v)",
+				end.Sub(sr.start), sr.end.Sub(sr.start), sr.status, sr.err, cause)
+		}
+	}
+	run.checkAttempts(sr)
+	if !run.cfg.nested {
+		run.checkRetryAfter(sr)
+		run.checkEvents(sr)
+		run.checkAnswerKept(sr)
+	}
+	if resp != nil && sr.respBody >= 0 {
+		run.mu.Lock()
+		b := run.bodies[sr.respBody]
+		run.mu.Unlock()
+		if b.att.req != sr {
+			run.violate(sr, "response-own", "", "the response returned is body %d of request %d", b.id, b.att.req.id())
+		} else if b.att.status != resp.StatusCode {
+			run.violate(sr, "response-own", "", "status %d returned, the attempt got %d", resp.StatusCode, b.att.status)
+		}
+	}
+}
+
+func (run *simRun) checkUnmodified(sr *simReq) {
+	now := snapshot(sr.req)
+	was := sr.snap
+	if now.method != was.method || now.url != was.url || now.host != was.host ||
+		now.contentLength != was.contentLength || now.body != was.body || now.getBody != was.getBody ||
+		!reflect.DeepEqual(now.header, was.header) {
+		run.violate(sr, "request-unmodified", "", "the caller's request changed: %+v, was %+v", now, was)
+	}
+}
+
+// checkAttempts checks every attempt of sr against the request itself:
+// the pool, safety, where it went, what it carried, and its time bounds.
+func (run *simRun) checkAttempts(sr *simReq) {
+	run.mu.Lock()
+	atts := append([]*simAttempt(nil), sr.attempts...)
+	run.mu.Unlock()
+	if limit := len(sr.cands) + sr.maxRetries; len(atts) > limit {
+		defect := ""
+		if run.cfg.nested {
+			defect = "nested-multiplies"
+		}
+		run.violate(sr, "calls-bound", defect, "%d upstream calls, more than %d candidates + %d resends",
+			len(atts), len(sr.cands), sr.maxRetries)
+	}
+	unkeyed := sr.unkeyed && !(run.cfg.nested && run.cfg.inner.AutoIdempotencyKey)
+	reached := 0
+	key := ""
+	for _, a := range atts {
+		if a.reached {
+			reached++
+		}
+		isCand := false
+		for _, c := range sr.cands {
+			isCand = isCand || c == a.origin
+		}
+		if !isCand {
+			run.violate(sr, "candidates", "", "attempt %d went to %s, not a candidate", a.n, a.origin.url)
+		}
+		if strings.HasPrefix(sr.url, "https:") && strings.HasPrefix(a.url, "http:") {
+			run.violate(sr, "no-downgrade", "", "attempt %d of an https request went to %s", a.n, a.url)
+		}
+		if a.method != sr.plan.method || !strings.HasSuffix(a.url, sr.plan.path) ||
+			strings.TrimPrefix(a.url, a.origin.url) != sr.plan.path {
+			run.violate(sr, "same-request", "", "attempt %d is %s %s for %s %s", a.n, a.method, a.url, sr.plan.method, sr.url)
+		}
+		for k, v := range sr.snap.header {
+			if !reflect.DeepEqual(a.header[k], v) {
+				run.violate(sr, "headers", "", "attempt %d has %s: %q, the caller's %q", a.n, k, a.header[k], v)
+			}
+		}
+		for k := range a.header {
+			if _, ok := sr.snap.header[k]; !ok && k != "Idempotency-Key" {
+				run.violate(sr, "headers", "", "attempt %d has a header %s the caller did not set", a.n, k)
+			}
+		}
+		if _, own := sr.snap.header["Idempotency-Key"]; !own && a.reached {
+			if k := a.header.Get("Idempotency-Key"); k != "" {
+				if key != "" && k != key {
+					defect := ""
+					if run.cfg.nested {
+						defect = "nested-multiplies"
+					}
+					run.violate(sr, "one-key", defect, "attempt %d carries key %q, an earlier one %q", a.n, k, key)
+				}
+				key = k
+			}
+		}
+		// A copy decided in time but announced to an observer that took
+		// long goes out late: no check follows the announcement.
+		late := sr.timeDefect()
+		if late == "" && run.sleptOnHedge(sr, a) {
+			late = "hedge-unchecked-launch"
+		}
+		if !sr.deadline.IsZero() && a.start.After(sr.deadline) {
+			run.violate(sr, "no-attempt-after-deadline", late, "attempt %d started %v after the deadline",
+				a.n, a.start.Sub(sr.deadline))
+		}
+		if cb := sr.callerEnd(); a.start.After(cb) {
+			run.violate(sr, "no-attempt-after-end", late, "attempt %d started %v after the request's end at %v",
+				a.n, a.start.Sub(cb), cb.Sub(sr.start))
+		}
+		if !sr.deadline.IsZero() && a.settled.After(sr.deadline) {
+			d := sr.timeDefect()
+			if !a.start.Before(sr.deadline) {
+				d = late
+			}
+			run.violate(sr, "attempt-by-deadline", d, "attempt %d went on %v past the deadline",
+				a.n, a.settled.Sub(sr.deadline))
+		}
+		if pt := run.perTry(); pt > 0 && a.settled.Sub(a.start) > pt {
+			run.violate(sr, "per-try-timeout", run.innerTimeDefect(sr), "attempt %d waited %v for headers, PerTryTimeout %v",
+				a.n, a.settled.Sub(a.start), pt)
+		}
+	}
+	if unkeyed && reached > 1 {
+		run.violate(sr, "unkeyed-once", "", "an unkeyed %s reached origins %d times", sr.plan.method, reached)
+	}
+	if run.cfg.nested {
+		return
+	}
+	seen := make([]bool, len(atts)+1)
+	for _, a := range atts {
+		if a.n < 1 || a.n > len(atts) || seen[a.n] {
+			run.violate(sr, "attempt-numbers", "", "attempt numbers %v are not 1..%d", attemptNumbers(atts), len(atts))
+			break
+		}
+		seen[a.n] = true
+	}
+}
+
+// sleptOnHedge reports whether a may be a copy that an observer of its
+// EventHedge held up (with nesting, attempt numbers are the inner's).
+func (run *simRun) sleptOnHedge(sr *simReq, a *simAttempt) bool {
+	if sr.slept == 0 {
+		return false
+	}
+	if run.cfg.nested {
+		return run.cfg.sleepOn[httpretry.EventHedge]
+	}
+	return sr.announcedBy(a.n) == httpretry.EventHedge
+}
+
+// perTry is the bound on one attempt's wait for headers: the policy's, or
+// with nesting the tighter of the two.
+func (run *simRun) perTry() time.Duration {
+	pt := run.cfg.policies[0].PerTryTimeout
+	for _, p := range run.cfg.policies[1:] {
+		if p.PerTryTimeout != pt {
+			return 0 // per transport; kept simple: checked only when they agree
+		}
+	}
+	if run.cfg.nested && run.cfg.inner.PerTryTimeout > 0 && (pt == 0 || run.cfg.inner.PerTryTimeout < pt) {
+		pt = run.cfg.inner.PerTryTimeout
+	}
+	return pt
+}
+
+func attemptNumbers(atts []*simAttempt) []int {
+	var ns []int
+	for _, a := range atts {
+		ns = append(ns, a.n)
+	}
+	return ns
+}
+
+// byNumber returns sr's attempt number n, or nil.
+func (sr *simReq) byNumber(n int) *simAttempt {
+	for _, a := range sr.attempts {
+		if a.n == n {
+			return a
+		}
+	}
+	return nil
+}
+
+// checkRetryAfter: no attempt to an origin before the Retry-After it
+// honoured, and none at all after one longer than MaxRetryAfter, within
+// the request.
+func (run *simRun) checkRetryAfter(sr *simReq) {
+	maxRA := sr.pol.MaxRetryAfter
+	if maxRA == 0 {
+		maxRA = 30 * time.Second
+	}
+	for _, a := range sr.attempts {
+		if a.ra == "" || a.resp == nil || sr.possiblyCut(a) || !sr.retried(a.status) {
+			continue
+		}
+		ra, ok := httpretry.ParseRetryAfter(a.ra, a.settled)
+		if !ok {
+			continue
+		}
+		for _, b := range sr.attempts {
+			if b.origin != a.origin || !b.start.After(a.settled) {
+				continue
+			}
+			defect := ""
+			if run.sleptOnHedge(sr, b) {
+				defect = "hedge-unchecked-launch"
+			}
+			if ra > maxRA {
+				run.violate(sr, "retry-after", defect, "attempt %d to %s after attempt %d was told Retry-After %q (over MaxRetryAfter %v)",
+					b.n, b.origin.url, a.n, a.ra, maxRA)
+			} else if b.start.Before(a.settled.Add(ra)) {
+				run.violate(sr, "retry-after", defect, "attempt %d to %s came %v after attempt %d was told Retry-After %q",
+					b.n, b.origin.url, b.start.Sub(a.settled), a.n, a.ra)
+			}
+		}
+	}
+}
+
+// announces reports whether e announces an attempt that goes out.
+func announces(e httpretry.Event) bool {
+	switch e.Kind {
+	case httpretry.EventRetry, httpretry.EventFallback:
+		return true
+	case httpretry.EventHedge:
+		return e.Reason == 0
+	}
+	return false
+}
+
+// checkEvents: exactly one event announces each attempt after the first,
+// naming its origin; attempts are numbered in order; at most one give-up,
+// and one exactly when a failure is returned; every event names the
+// origin of the attempt it is about.
+func (run *simRun) checkEvents(sr *simReq) {
+	if sr.panicked {
+		return
+	}
+	var ann []simEvent
+	giveUps := 0
+	for _, e := range sr.events {
+		if announces(e.Event) {
+			ann = append(ann, e)
+		}
+		if e.Kind == httpretry.EventGiveUp {
+			giveUps++
+		}
+		var about *simAttempt
+		switch e.Kind {
+		case httpretry.EventRetry, httpretry.EventFallback, httpretry.EventGiveUp, httpretry.EventDemote,
+			httpretry.EventRestore:
+			about = sr.byNumber(e.Attempt)
+			if about == nil {
+				run.violate(sr, "event-attempt", "", "%s event names attempt %d, never sent", e.Kind, e.Attempt)
+				continue
+			}
+			if e.Status != 0 && e.Status != about.status {
+				run.violate(sr, "event-status", "", "%s event of attempt %d has status %d, the attempt got %d",
+					e.Kind, e.Attempt, e.Status, about.status)
+			}
+		}
+		switch e.Kind {
+		case httpretry.EventDemote, httpretry.EventRestore:
+			if len(sr.cands) < 2 {
+				run.violate(sr, "demote-needs-fallback", "", "%s event on a request with one candidate", e.Kind)
+			}
+			if e.Origin != about.origin.url {
+				run.violate(sr, "event-origin", "", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin,
+					e.Attempt, about.origin.url)
+			}
+		case httpretry.EventGiveUp:
+			if e.Reason != httpretry.ReasonBudget && e.Origin != about.origin.url {
+				run.violate(sr, "event-origin", "", "give-up names %s, attempt %d went to %s", e.Origin, e.Attempt,
+					about.origin.url)
+			}
+		}
+	}
+	atts := sr.attempts
+	sent := len(atts) - 1
+	// The last announcement may be followed by no attempt: a wait that
+	// could not be had ends the request.
+	if len(ann) != sent && !(len(ann) == sent+1 && ann[len(ann)-1].Kind == httpretry.EventRetry && giveUps == 1) &&
+		!(len(ann) == sent+1 && ann[len(ann)-1].Kind == httpretry.EventFallback && giveUps == 1) {
+		run.violate(sr, "one-event-per-attempt", "", "%d attempts after the first, %d events announcing one", sent, len(ann))
+	} else {
+		for i := 0; i < min(len(ann), sent); i++ {
+			a := sr.byNumber(i + 2)
+			if a == nil {
+				continue // reported by attempt-numbers
+			}
+			if e := ann[i]; e.Origin != a.origin.url {
+				run.violate(sr, "event-origin", "", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin, a.n,
+					a.origin.url)
+			} else if e.Kind == httpretry.EventHedge && e.Attempt != a.n {
+				run.violate(sr, "event-attempt", "", "hedge event numbers copy %d, it was attempt %d", e.Attempt, a.n)
+			}
+		}
+	}
+	if giveUps > 1 {
+		run.violate(sr, "one-give-up", "", "%d give-up events", giveUps)
+	}
+	if sr.passesThrough() {
+		return
+	}
+	failure := sr.err != nil && sr.pol.RetryIf == nil || sr.status != 0 && sr.retried(sr.status)
+	answer := sr.err == nil && !sr.retried(sr.status)
+	if failure && giveUps != 1 {
+		run.violate(sr, "give-up-iff-failure", "", "a failure returned (%d, %v) with %d give-up events", sr.status, sr.err, giveUps)
+	}
+	if answer && giveUps != 0 {
+		run.violate(sr, "give-up-iff-failure", "", "an answer %d returned with a give-up event", sr.status)
+	}
+}
+
+// keepable reports whether a's response is one the loop keeps in memory
+// when it lets go of it (at most 4 KiB, whole).
+func keepable(a *simAttempt) bool {
+	return a.resp != nil && len(a.resp.data) <= 4<<10 && a.resp.cutAt < 0
+}
+
+// checkAnswerKept: a request that ends on an error returns instead the
+// answer it last got, when the contract says so: its last attempt's
+// response (point 1: "returns the last response"), or with fallbacks the
+// latest failed answer of at most 4 KiB (point 13). Only requests that
+// are not hedged: a round's losers are let go by design.
+func (run *simRun) checkAnswerKept(sr *simReq) {
+	if sr.err == nil || sr.panicked || sr.pol.Hedge != (httpretry.Hedge{}) || sr.ctx.Err() != nil ||
+		sr.passesThrough() || len(sr.attempts) == 0 {
+		return
+	}
+	defect := ""
+	switch msg := sr.err.Error(); {
+	case strings.Contains(msg, "no longer replayable"):
+		defect = "early-503-upload"
+	case strings.Contains(msg, "would cross it") && errors.Is(sr.err, context.DeadlineExceeded):
+		defect = "deadline-recheck"
+	}
+	last := sr.attempts[0]
+	for _, a := range sr.attempts {
+		if a.n > last.n {
+			last = a
+		}
+	}
+	if last.resp != nil && !sr.possiblyCut(last) {
+		if defect == "early-503-upload" && last.beh != bEarly503 {
+			defect = ""
+		}
+		run.violate(sr, "last-response-returned", defect, "the last attempt %d got %d, RoundTrip returned %v",
+			last.n, last.status, sr.err)
+		return
+	}
+	if len(sr.cands) < 2 {
+		return
+	}
+	for _, a := range sr.attempts {
+		if keepable(a) && !sr.possiblyCut(a) {
+			run.violate(sr, "answer-beats-error", defect, "attempt %d got %d (%d bytes), RoundTrip returned %v",
+				a.n, a.status, len(a.resp.data), sr.err)
+			return
+		}
+	}
+}
+
+// checkEnd checks what only the end of the run shows: bodies closed,
+// uploads whole, budgets settled, and the scenario's liveness.
+func (run *simRun) checkEnd() {
+	for _, u := range run.unknown {
+		run.violate(nil, "candidates", "", "the base was sent to %s, no origin of the run", u)
+	}
+	panicKinds := func(kinds ...httpretry.EventKind) bool {
+		for _, k := range kinds {
+			if run.cfg.panicOn[k] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, b := range run.bodies {
+		sr := b.att.req
+		switch {
+		case b.closes == 0:
+			defect := ""
+			if sr.panicked && panicKinds(httpretry.EventDemote, httpretry.EventRestore) {
+				defect = "observer-panic-demote-leak"
+			}
+			run.violate(sr, "response-closed", defect, "the %d response of attempt %d (body %d) was never closed",
+				b.att.status, b.att.n, b.id)
+		case b.closes > 1:
+			defect := ""
+			if len(sr.cands) > 1 && len(b.data) > 4<<10 {
+				defect = "double-close-fallback"
+			}
+			run.violate(sr, "response-closed", defect, "the %d response of attempt %d (body %d, %d bytes) was closed %d times",
+				b.att.status, b.att.n, b.id, len(b.data), b.closes)
+		}
+	}
+	for _, sr := range run.reqs {
+		// A panic on a demotion or a restore comes before the loop's
+		// guard as the response leak does (judge emits), and leaves
+		// the body behind the same way.
+		bodyDefect := ""
+		switch {
+		case !sr.panicked:
+		case panicKinds(httpretry.EventRetry, httpretry.EventFallback, httpretry.EventHedge):
+			bodyDefect = "observer-panic-body-leak"
+		case panicKinds(httpretry.EventDemote, httpretry.EventRestore):
+			bodyDefect = "observer-panic-demote-leak"
+		}
+		if sr.callerBody != nil && sr.callerBody.closes == 0 {
+			run.violate(sr, "request-body-closed", bodyDefect, "the caller's request body was never closed")
+		}
+		for i, b := range sr.getBodies {
+			if b.closes == 0 {
+				run.violate(sr, "request-body-closed", bodyDefect, "body %d from GetBody was never closed", i)
+			}
+		}
+		run.checkUploads(sr)
+		if sr.respBody >= 0 && sr.plan.readResp && sr.panicVal == nil {
+			b := run.bodies[sr.respBody]
+			whole := b.data
+			if b.cutAt >= 0 {
+				whole = b.data[:b.cutAt]
+			}
+			if !bytes.HasPrefix(whole, sr.respData) || sr.respErr == nil && len(sr.respData) != len(whole) ||
+				sr.respErr == nil && b.cutAt >= 0 {
+				run.violate(sr, "response-body", "", "the caller read %d bytes (%v) of body %d: %d bytes, cut at %d",
+					len(sr.respData), sr.respErr, b.id, len(b.data), b.cutAt)
+			}
+		}
+	}
+	run.checkScenario()
+}
+
+// checkUploads: every body an origin received is the caller's, byte for
+// byte, or a prefix of it where the upload was cut.
+func (run *simRun) checkUploads(sr *simReq) {
+	for _, a := range sr.attempts {
+		if !a.reached || !sr.plan.hasBody {
+			continue
+		}
+		want := sr.plan.body
+		if !a.hadBody {
+			if len(want) > 0 {
+				run.violate(sr, "body-identical", "", "attempt %d carried no body, the caller's has %d bytes", a.n, len(want))
+			}
+			continue
+		}
+		if !bytes.HasPrefix(want, a.got) || a.gotEOF && len(a.got) != len(want) {
+			run.violate(sr, "body-identical", "", "attempt %d delivered %d bytes (end: %v, %v), not a prefix of the caller's %d",
+				a.n, len(a.got), a.gotEOF, a.readErr, len(want))
+		}
+	}
+}
+
+// checkBudgets compares each origin's BudgetStats with what the requests
+// did, at the end of a run that lies inside one window (so that nothing
+// has left it): the requests recorded, the resends granted, and the
+// bound max(share, floor).
+func (run *simRun) checkBudgets() {
+	if run.cfg.nested {
+		return
+	}
+	cfgB := run.cfg.policies[0].Budget
+	if cfgB.Disabled {
+		return
+	}
+	w := cfgB.Window
+	if w == 0 {
+		w = 10 * time.Second
+	}
+	if time.Since(run.t0) >= w-w/10 {
+		return
+	}
+	percent, floor := cfgB.Percent, cfgB.MinRetries
+	if percent == 0 {
+		percent = 20
+	}
+	if floor == 0 {
+		floor = 10
+	}
+	floor = max(floor, 0)
+	// A demotion lasts at most Demote.Max (30 s by default), or what a
+	// Retry-After asked, at most MaxRetryAfter (30 s by default).
+	longest := 30 * time.Second
+	for _, p := range run.cfg.policies {
+		longest = max(longest, p.Demote.Max, p.Demote.For, p.MaxRetryAfter)
+	}
+	for ri, reg := range run.registries {
+		stats := map[string]httpretry.BudgetStats{}
+		reg.Range(func(host string, s httpretry.BudgetStats) bool {
+			stats[host] = s
+			if s.DemotedFor > longest {
+				run.violate(nil, "demotion-bound", "", "%s is demoted for %v, longer than %v", host, s.DemotedFor, longest)
+			}
+			return true
+		})
+		var reqs []*simReq
+		for _, sr := range run.reqs {
+			if run.regOf[sr.tr] == ri {
+				reqs = append(reqs, sr)
+			}
+		}
+		retries, drawn, panics := 0, 0, false
+		for _, s := range stats {
+			retries += s.Retries
+		}
+		for _, sr := range reqs {
+			drawn += sr.drawnSent()
+			panics = panics || sr.panicked
+		}
+		for _, o := range run.cfg.origins {
+			s, held := stats[o.key]
+			upper, lower, byCopy := 0, 0, 0
+			for _, sr := range reqs {
+				for _, c := range sr.cands {
+					if c == o {
+						upper++
+					}
+				}
+				if first := sr.firstTo(o); first != nil && !sr.passesThrough() {
+					lower++
+					if sr.announcedBy(first.n) == httpretry.EventHedge {
+						byCopy++
+					}
+				}
+			}
+			if s.Requests > upper {
+				run.violate(nil, "budget-requests", "", "%s records %d requests, only %d had it as a candidate",
+					o.key, s.Requests, upper)
+			}
+			if s.Requests < lower {
+				// Today a copy to a candidate not yet tried records no
+				// request there: the shortfall those copies explain is
+				// that defect, any more is not.
+				defect := ""
+				switch {
+				case !held:
+					defect = "sweep-evicts-held-budget"
+				case s.Requests >= lower-byCopy:
+					defect = "hedge-fallback-budget"
+				}
+				run.violate(nil, "budget-requests", defect, "%s records %d requests, %d requests sent to it",
+					o.key, s.Requests, lower)
+			}
+			if bound := max(percent*s.Requests/100, floor); s.Retries > bound {
+				run.violate(nil, "budget-bound", "", "%s granted %d resends in a window of %d requests (bound %d)",
+					o.key, s.Retries, s.Requests, bound)
+			}
+		}
+		if retries < drawn {
+			run.violate(nil, "budget-charged", "", "%d resends and copies sent, %d charged", drawn, retries)
+		}
+		if retries > drawn {
+			defect := ""
+			if panics && (run.cfg.panicOn[httpretry.EventRetry] || run.cfg.panicOn[httpretry.EventHedge]) {
+				defect = "observer-panic-refund"
+			}
+			run.violate(nil, "budget-charged", defect, "%d resends and copies sent, %d charged", drawn, retries)
+		}
+	}
+}
+
+// firstTo is sr's first attempt to o, nil if none went there.
+func (sr *simReq) firstTo(o *simOrigin) *simAttempt {
+	var first *simAttempt
+	for _, a := range sr.attempts {
+		if a.origin == o && (first == nil || a.n < first.n) {
+			first = a
+		}
+	}
+	return first
+}
+
+// announcedBy is the kind of the event that announced attempt n, 0 for
+// the first attempt or none.
+func (sr *simReq) announcedBy(n int) httpretry.EventKind {
+	i := 0
+	for _, e := range sr.events {
+		if announces(e.Event) {
+			if i+2 == n {
+				return e.Kind
+			}
+			i++
+		}
+	}
+	return 0
+}
+
+// drawnSent counts sr's attempts drawn on the pool that were sent:
+// resends and copies, each charged to a budget.
+func (sr *simReq) drawnSent() int {
+	n, ann := 0, 0
+	for _, e := range sr.events {
+		if !announces(e.Event) {
+			continue
+		}
+		ann++
+		if ann <= len(sr.attempts)-1 && e.Kind != httpretry.EventFallback {
+			n++
+		}
+	}
+	return n
+}
+
+// checkScenario checks the liveness a scenario's run must show.
+func (run *simRun) checkScenario() {
+	switch run.cfg.scenario {
+	case "hedge-fallback":
+		for _, sr := range run.reqs {
+			if sr.idx%stallEvery != 0 {
+				continue
+			}
+			for _, e := range sr.events {
+				if e.Kind == httpretry.EventHedge && e.Reason != 0 {
+					run.violate(sr, "hedging-goes-on", "hedge-fallback-budget",
+						"request %d stalled and its copy was refused (%s, origin %s) with the budget to spare",
+						sr.idx, e.Reason, e.Origin)
+				}
+			}
+		}
+	case "blackhole-demote":
+		n := 0
+		tail := run.reqs[len(run.reqs)-blackHoleTail:]
+		for _, sr := range tail {
+			for _, a := range sr.attempts {
+				if a.origin.idx == 0 {
+					n++
+				}
+			}
+		}
+		if n > blackHoleTail/8 {
+			run.violate(nil, "black-hole-demoted", "blackhole-not-demoted",
+				"the black-holed primary got %d attempts from the last %d requests", n, blackHoleTail)
+		}
+	case "demote-return":
+		restored := false
+		for _, sr := range run.reqs {
+			for _, e := range sr.events {
+				restored = restored || e.Kind == httpretry.EventRestore
+			}
+		}
+		last := run.reqs[len(run.reqs)-1]
+		if !restored || len(last.attempts) == 0 || last.attempts[0].origin.idx != 0 {
+			run.violate(last, "demoted-comes-back", "", "the primary, healthy since %v, was not restored (restore event: %v)",
+				demoteOutage, restored)
+		}
+	}
+}
+
+// checkRetryOn: RetryOn holds only failures, 400-599 (point 20), so that
+// Validate refuses any other status; p is returned without them.
+func (run *simRun) checkRetryOn(p httpretry.Policy) httpretry.Policy {
+	var keep, bad []int
+	for _, s := range p.RetryOn {
+		if s >= 400 && s <= 599 {
+			keep = append(keep, s)
+		} else {
+			bad = append(bad, s)
+		}
+	}
+	if len(bad) == 0 {
+		return p
+	}
+	if err := p.Validate(); err == nil {
+		run.violate(nil, "retry-on-failures-only", "retryon-200-accepted", "Validate accepts RetryOn %v", p.RetryOn)
+	}
+	if keep == nil {
+		keep = []int{}
+	}
+	p.RetryOn = keep
+	return p
+}
+
+// checkSweep: once every host has been idle for a whole window, a host
+// whose floor credit is full, with no demotion standing and no learned
+// hedge delay, is forgotten by the next sweep (DESIGN 8, 15, 17, 18).
+func (run *simRun) checkSweep() {
+	cfgB := run.cfg.policies[0].Budget
+	w := cfgB.Window
+	if w == 0 {
+		w = 10 * time.Second
+	}
+	floor := cfgB.MinRetries
+	if floor == 0 {
+		floor = 10
+	}
+	floor = max(floor, 0)
+	if cfgB.Disabled {
+		floor = -1 // no budget: any credit reads as full
+	}
+	// The sweep runs when a host is added, at most every 10 s; a budget's
+	// ticker may open one more slot after its last request.
+	idle := w + 2*(w/10) + 11*time.Second
+	time.Sleep(idle)
+	for ri, reg := range run.registries {
+		reg.For("sweep.sim", cfgB)
+		// An origin's demotion stands if its latest verdict demoted it;
+		// verdicts at one instant may have come in either order.
+		standing := map[string]bool{}
+		latest := map[string]time.Time{}
+		quantile := map[string]bool{}
+		for _, sr := range run.reqs {
+			if run.regOf[sr.tr] != ri {
+				continue
+			}
+			for _, e := range sr.events {
+				if e.Kind != httpretry.EventDemote && e.Kind != httpretry.EventRestore {
+					continue
+				}
+				demote := e.Kind == httpretry.EventDemote
+				switch t := latest[e.Origin]; {
+				case e.at.After(t):
+					latest[e.Origin], standing[e.Origin] = e.at, demote
+				case e.at.Equal(t):
+					standing[e.Origin] = standing[e.Origin] || demote
+				}
+			}
+			if sr.pol.Hedge.Quantile > 0 {
+				for _, c := range sr.cands {
+					quantile[c.key] = true
+				}
+			}
+		}
+		reg.Range(func(host string, s httpretry.BudgetStats) bool {
+			if host == "sweep.sim" || s.DemotedFor != 0 || s.HedgeAfter != 0 || floor >= 0 && s.Credit != floor {
+				return true
+			}
+			for _, o := range run.cfg.origins {
+				if o.key == host && standing[o.url] {
+					return true // an expired demotion not yet probed stands
+				}
+			}
+			defect := ""
+			if quantile[host] {
+				defect = "cold-host-kept"
+			}
+			run.violate(nil, "idle-host-forgotten", defect, "%s, idle for %v with its credit full, is still held: %+v",
+				host, idle, s)
+			return true
+		})
+	}
+}
+
+// waitingAt reports whether sr was between attempts at t: it had sent
+// one, and none was in flight (an attempt that came back at t came back
+// because of what happened at t).
+func (sr *simReq) waitingAt(t time.Time) bool {
+	if len(sr.attempts) == 0 {
+		return false
+	}
+	for _, a := range sr.attempts {
+		if !a.start.Before(t) || !a.settled.Before(t) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,302 @@
+package httpretry_test
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/httpretry/httpretry"
+)
+
+// Drawing a run from its seed: the origins and how they behave over
+// virtual time, the policies and transports, the observers, and the
+// requests of each client goroutine. Every draw comes from one PCG seeded
+// with the seed, so that a seed names one run.
+
+// runConfig is everything a seed decides before the run starts.
+type runConfig struct {
+	scenario string // "mixed", or a liveness scenario (see sim_check_test.go)
+	origins  []*simOrigin
+	// policies are the transports' policies; transports beyond the first
+	// share the first's Budgets when sharedBudgets (a reload, or a second
+	// client of the same upstreams).
+	policies      []httpretry.Policy
+	sharedBudgets bool
+	// nested wraps each transport around an inner httpretry with the
+	// policy inner (which has no fallbacks of its own).
+	nested bool
+	inner  httpretry.Policy
+	// Observers: one that panics on the kinds in panicOn, for requests
+	// whose id is a multiple of panicEvery; one that sleeps sleepFor on
+	// the kinds in sleepOn.
+	panicOn    map[httpretry.EventKind]bool
+	panicEvery int
+	sleepOn    map[httpretry.EventKind]bool
+	sleepFor   time.Duration
+	clients    []clientPlan
+}
+
+type clientPlan struct {
+	transport int
+	reqs      []reqPlan
+}
+
+type reqPlan struct {
+	method    string
+	origin    int
+	path      string
+	keyed     bool // a POST or PATCH carries Idempotency-Key
+	idem      bool // WithIdempotent
+	body      []byte
+	hasBody   bool
+	getBody   bool
+	knownLen  bool
+	override  int  // WithMaxRetries(n), when overrides
+	overrides bool //
+	// fallbacks, when setFallbacks, are WithFallbacks' origins (indexes).
+	fallbacks    []int
+	setFallbacks bool
+	cancelAfter  time.Duration // 0: the caller never cancels
+	timeout      time.Duration // the caller's context deadline, always set
+	readResp     bool          // read the response body before closing it
+	gapBefore    time.Duration // the client's pause before sending it
+}
+
+// originURLs are the run's upstreams; https ones make a request to them
+// skip http fallbacks, and distinct names keep their budget keys apart.
+var originURLs = []struct{ url, key, scheme string }{
+	{"http://o0.sim", "o0.sim", "http"},
+	{"http://o1.sim:8080", "o1.sim:8080", "http"},
+	{"https://o2.sim", "o2.sim", "https"},
+	{"https://o3.sim:8443", "o3.sim:8443", "https"},
+	{"http://o4.sim", "o4.sim", "http"},
+}
+
+// profiles are the behaviour mixes a phase of an origin draws from.
+var profiles = []map[behaviour]int{
+	{bOK: 20, bSlow: 1},
+	{bOK: 10, b503: 3, b502: 1, b504: 1, b429: 1, bRefuse: 1, bResetBefore: 1, bResetAfter: 1, bCut: 1,
+		b500: 1, bEarly503: 1},
+	{bRefuse: 5, b503: 2, bEarly503: 1},
+	{bBlackHole: 5, bDialHang: 1, bOK: 1},
+	{bSlow: 5, bOK: 5},
+	{b503: 4, b429: 2, bOK: 2},
+	{bEarly503: 3, bOK: 1},
+}
+
+func weights(m map[behaviour]int) (w [numBehaviours]int) {
+	for b, n := range m {
+		w[b] = n
+	}
+	return w
+}
+
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+func drawOrigins(r *rand.Rand) []*simOrigin {
+	var os []*simOrigin
+	for i, u := range originURLs {
+		o := &simOrigin{idx: i, url: u.url, key: u.key, scheme: u.scheme}
+		var until time.Duration
+		for n := 1 + r.IntN(3); n > 0; n-- {
+			until += time.Duration(r.IntN(3000)) * time.Millisecond
+			o.phases = append(o.phases, phase{until: until, weights: weights(profiles[r.IntN(len(profiles))])})
+		}
+		for k := r.IntN(4); k > 0; k-- {
+			o.raKinds = append(o.raKinds, raForms[r.IntN(len(raForms))])
+		}
+		os = append(os, o)
+	}
+	return os
+}
+
+func drawBackoff(r *rand.Rand) httpretry.Backoff {
+	d := pick(r, time.Millisecond, 10*time.Millisecond, 100*time.Millisecond)
+	var b httpretry.Backoff
+	switch r.IntN(5) {
+	case 0:
+		return httpretry.NoBackoff()
+	case 1:
+		b = httpretry.Fixed(d)
+	case 2:
+		b = httpretry.Exponential(d, 4*d)
+	case 3:
+		b = httpretry.ExponentialJitter(d, 8*d)
+	default:
+		return httpretry.Backoff{} // DefaultBackoff
+	}
+	switch r.IntN(4) {
+	case 0:
+		b = b.WithWaitBudget(pick(r, 0, 5*time.Millisecond, 50*time.Millisecond, time.Second))
+	case 1:
+		b = b.Unbudgeted()
+	}
+	return b
+}
+
+func drawBudget(r *rand.Rand) httpretry.BudgetConfig {
+	var c httpretry.BudgetConfig
+	switch r.IntN(4) {
+	case 1:
+		c.MinRetries = -1 // strict
+	case 2:
+		c.Percent, c.MinRetries = 1, 1 // tiny
+	case 3:
+		c.Disabled = true
+	}
+	c.Window = pick(r, 0, time.Minute, 10*time.Minute)
+	return c
+}
+
+// drawPolicy draws a valid policy from the whole space; budget is the
+// BudgetConfig of every policy of the run, so that transports sharing
+// Budgets agree on it.
+func drawPolicy(r *rand.Rand, budget httpretry.BudgetConfig) httpretry.Policy {
+	p := httpretry.Policy{
+		MaxRetries: r.IntN(6),
+		Backoff:    drawBackoff(r),
+		Budget:     budget,
+	}
+	switch r.IntN(4) {
+	case 1:
+		p.RetryOn = []int{502, 503, 504}
+	case 2:
+		p.RetryOn = []int{429, 500, 503}
+	}
+	if r.IntN(16) == 0 {
+		// Not a failure: Validate must refuse it (point 20), and build
+		// takes it out again.
+		p.RetryOn = append(p.RetryOn, pick(r, 101, 200, 204, 304))
+	}
+	if r.IntN(3) == 0 {
+		p.PerTryTimeout = pick(r, 50*time.Millisecond, 200*time.Millisecond, time.Second)
+	}
+	if r.IntN(3) == 0 {
+		p.Deadline = pick(r, 100*time.Millisecond, 500*time.Millisecond, 2*time.Second, 5*time.Second)
+	}
+	p.MaxRetryAfter = pick(r, 0, time.Second, 2*time.Second, 5*time.Second)
+	p.MaxReplayBytes = pick[int64](r, 0, 64, 4096, -1)
+	p.AutoIdempotencyKey = r.IntN(4) == 0
+	switch r.IntN(3) {
+	case 1:
+		p.Hedge = httpretry.Hedge{After: pick[time.Duration](r, 5, 20, 50) * time.Millisecond, Max: 1 + r.IntN(3)}
+	case 2:
+		p.Hedge = httpretry.Hedge{Quantile: pick(r, 0.5, 0.9, 0.95, 0.99), After: pick(r, 0, 20*time.Millisecond),
+			Max: 1 + r.IntN(3), MinAfter: pick(r, 0, time.Millisecond)}
+	}
+	for k := r.IntN(4); k > 0; k-- {
+		p.Fallbacks = append(p.Fallbacks, originURLs[r.IntN(len(originURLs))].url)
+	}
+	if r.IntN(2) == 0 {
+		p.Demote = httpretry.Demote{After: 1 + r.IntN(5), For: pick(r, 0, 100*time.Millisecond, time.Second)}
+	}
+	if r.IntN(6) == 0 {
+		p.RetryIf = simRetryIf
+	}
+	return p
+}
+
+// simRetryIf retries every error and the statuses 502 and 503 only.
+func simRetryIf(resp *http.Response, err error) bool {
+	if err != nil {
+		return true
+	}
+	return resp.StatusCode == 502 || resp.StatusCode == 503
+}
+
+var methods = []string{"GET", "GET", "GET", "HEAD", "PUT", "DELETE", "POST", "POST", "PATCH"}
+
+func drawRequest(r *rand.Rand, maxReplay int64) reqPlan {
+	q := reqPlan{method: methods[r.IntN(len(methods))], origin: pick(r, 0, 0, 0, 2, 2, 1, 3), path: "/p"}
+	if r.IntN(3) == 0 {
+		q.path = "/p?q=1"
+	}
+	switch q.method {
+	case "POST", "PATCH":
+		q.keyed = r.IntN(2) == 0
+		q.hasBody = true
+	case "PUT":
+		q.hasBody = true
+	}
+	q.idem = r.IntN(8) == 0
+	if q.hasBody {
+		limit := maxReplay
+		if limit <= 0 {
+			limit = 4096
+		}
+		n := pick[int64](r, 0, 1, limit-1, limit, limit+1, 3000, 5000)
+		n = max(n, 0)
+		q.body = make([]byte, n)
+		for i := range q.body {
+			q.body[i] = byte(r.IntN(256))
+		}
+		q.getBody = r.IntN(3) == 0
+		q.knownLen = r.IntN(2) == 0
+	}
+	if r.IntN(4) == 0 {
+		q.overrides, q.override = true, r.IntN(6)
+	}
+	if r.IntN(6) == 0 {
+		q.setFallbacks = true
+		for k := r.IntN(4); k > 0; k-- {
+			q.fallbacks = append(q.fallbacks, r.IntN(len(originURLs)))
+		}
+	}
+	if r.IntN(8) == 0 {
+		q.cancelAfter = time.Duration(1+r.IntN(500))*time.Millisecond + 51*time.Microsecond
+	}
+	q.timeout = pick(r, time.Second, 3*time.Second, 5*time.Second) + 23*time.Microsecond
+	q.readResp = r.IntN(4) != 0
+	if r.IntN(2) == 0 {
+		q.gapBefore = time.Duration(r.IntN(50)) * time.Millisecond
+	}
+	return q
+}
+
+// drawMixed draws a run of the whole space: a few clients of one or two
+// transports sending a handful of requests each.
+func drawMixed(seed uint64) *runConfig {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	cfg := &runConfig{scenario: "mixed", origins: drawOrigins(r)}
+	budget := drawBudget(r)
+	cfg.policies = []httpretry.Policy{drawPolicy(r, budget)}
+	if r.IntN(4) == 0 {
+		cfg.policies = append(cfg.policies, drawPolicy(r, budget))
+		cfg.sharedBudgets = r.IntN(2) == 0
+	}
+	if r.IntN(8) == 0 {
+		cfg.nested = true
+		cfg.inner = drawPolicy(r, budget)
+		cfg.inner.Fallbacks = nil
+	}
+	if r.IntN(6) == 0 {
+		cfg.panicEvery = 1 + r.IntN(3)
+		cfg.panicOn = map[httpretry.EventKind]bool{}
+		for _, k := range []httpretry.EventKind{httpretry.EventRetry, httpretry.EventHedge, httpretry.EventGiveUp,
+			httpretry.EventFallback, httpretry.EventDemote, httpretry.EventRestore} {
+			if r.IntN(3) == 0 {
+				cfg.panicOn[k] = true
+			}
+		}
+	}
+	if r.IntN(4) == 0 {
+		cfg.sleepFor = pick(r, time.Millisecond, 100*time.Millisecond)
+		cfg.sleepOn = map[httpretry.EventKind]bool{pick(r, httpretry.EventRetry, httpretry.EventFallback,
+			httpretry.EventHedge, httpretry.EventGiveUp): true}
+	}
+	for c := 1 + r.IntN(4); c > 0; c-- {
+		cp := clientPlan{transport: r.IntN(len(cfg.policies))}
+		maxReplay := cfg.policies[cp.transport].MaxReplayBytes
+		for n := 1 + r.IntN(6); n > 0; n-- {
+			q := drawRequest(r, maxReplay)
+			if cfg.nested {
+				// Context values reach the inner transport too: its
+				// bounds are then the outer's business.
+				q.overrides, q.setFallbacks = false, false
+			}
+			cp.reqs = append(cp.reqs, q)
+		}
+		cfg.clients = append(cfg.clients, cp)
+	}
+	return cfg
+}

@@ -1,0 +1,87 @@
+package httpretry_test
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/httpretry/httpretry"
+)
+
+// Liveness scenarios: runs long enough for a feature to show that it goes
+// on working beside another, each a fixed shape with the seed's details.
+// checkScenario holds what each must show.
+
+const (
+	stallEvery    = 25 // hedge-fallback: every 25th request stalls at the primary
+	blackHoleTail = 80 // blackhole-demote: the last requests, which the primary must no longer hold up
+	demoteOutage  = 2 * time.Second
+)
+
+func healthyOrigins() []*simOrigin {
+	var os []*simOrigin
+	for i, u := range originURLs {
+		os = append(os, &simOrigin{idx: i, url: u.url, key: u.key, scheme: u.scheme,
+			phases: []phase{{weights: weights(map[behaviour]int{bOK: 1})}}, okDelay: 10*time.Millisecond + 137*time.Microsecond})
+	}
+	return os
+}
+
+func getPlans(n int, timeout time.Duration, gap time.Duration) []reqPlan {
+	var qs []reqPlan
+	for range n {
+		qs = append(qs, reqPlan{method: "GET", origin: 0, path: "/p", timeout: timeout, readResp: true, gapBefore: gap})
+	}
+	return qs
+}
+
+// drawHedgeFallback: a hedging policy beside one fallback, every
+// stallEvery-th request stalling 300 ms at the primary. Each stall's copy
+// must go: the primary's share (20 % of its requests) and the learned cap
+// (10 % at Quantile 0.95) are far above the 4 % of requests that stall.
+func drawHedgeFallback(seed uint64) *runConfig {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	cfg := &runConfig{scenario: "hedge-fallback", origins: healthyOrigins()}
+	primary := cfg.origins[0]
+	primary.slowDelay = 300*time.Millisecond + 137*time.Microsecond
+	primary.script = func(sr *simReq, n int) behaviour {
+		if n == 1 && sr.idx%stallEvery == 0 {
+			return bSlow
+		}
+		return bOK
+	}
+	h := httpretry.Hedge{After: 50 * time.Millisecond, Max: 1}
+	if r.IntN(2) == 0 {
+		h.Quantile = 0.95
+	}
+	cfg.policies = []httpretry.Policy{{MaxRetries: 2, Hedge: h, Fallbacks: []string{cfg.origins[1].url}}}
+	cfg.clients = []clientPlan{{reqs: getPlans(500, 5*time.Second, 0)}}
+	return cfg
+}
+
+// drawBlackHoleDemote: a black-holed primary under learned hedging,
+// without PerTryTimeout, one healthy fallback: the primary must be
+// demoted within a few requests, so that the last ones do not go to it
+// first.
+func drawBlackHoleDemote(seed uint64) *runConfig {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	cfg := &runConfig{scenario: "blackhole-demote", origins: healthyOrigins()}
+	cfg.origins[0].script = func(*simReq, int) behaviour { return bBlackHole }
+	cfg.policies = []httpretry.Policy{{MaxRetries: 2,
+		Hedge:     httpretry.Hedge{Quantile: pick(r, 0.9, 0.95), After: 20 * time.Millisecond, Max: 1},
+		Fallbacks: []string{cfg.origins[1].url}, Demote: httpretry.Demote{After: 5}}}
+	cfg.clients = []clientPlan{{reqs: getPlans(200, time.Second, 0)}}
+	return cfg
+}
+
+// drawDemoteReturn: the primary refuses connections for demoteOutage,
+// then answers; demoted meanwhile, it must be restored and first again.
+func drawDemoteReturn(seed uint64) *runConfig {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	cfg := &runConfig{scenario: "demote-return", origins: healthyOrigins()}
+	cfg.origins[0].phases = []phase{{until: demoteOutage, weights: weights(map[behaviour]int{bRefuse: 1})},
+		{weights: weights(map[behaviour]int{bOK: 1})}}
+	cfg.policies = []httpretry.Policy{{MaxRetries: 1, Fallbacks: []string{cfg.origins[1].url},
+		Demote: httpretry.Demote{After: 1 + r.IntN(4), For: time.Second, Max: 5 * time.Second}}}
+	cfg.clients = []clientPlan{{reqs: getPlans(300, time.Second, 40*time.Millisecond)}}
+	return cfg
+}
