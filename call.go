@@ -137,42 +137,42 @@ func (c *call) firstBody() io.ReadCloser {
 	return c.req.Body
 }
 
-// prepare pays, at now, for the attempt after the failed outcome o (see
-// pay) and takes its body. A recorded body that o's attempt is still
-// uploading must first be taken from it (see replayBody.revoke), and
-// since that upload may have gone past the limit, o's response is read
-// into memory beforehand, which a long one does not survive: then the
-// attempt is paid for first, so that a request with no attempt left
-// returns that response whole. Otherwise the body comes first, so that
-// an attempt without one is never charged.
+// prepare takes the body of the attempt after the failed outcome o, then
+// pays for it at now (see pay): an attempt without a body is never
+// charged.
 func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
-	drain := drainBound(o.resp)
-	if c.body != nil && c.body.replayable() && c.body.busy() {
-		p, res, reason := c.pay(now, drain)
-		if reason != 0 {
-			return p, nil, res, reason
-		}
-		if o.resp != nil && !keep(o.resp) {
-			o.resp, o.err = nil, errBodyGone
-		}
-		c.body.revoke()
-		body, reason := c.copyBody()
-		if reason != 0 {
-			res.refund()
-			res = reservation{}
-		}
-		return p, body, res, reason
-	}
 	body, reason := c.copyBody()
 	if reason != 0 {
 		return plan{}, nil, reservation{}, reason
 	}
-	p, res, reason := c.pay(now, drain)
+	p, res, reason := c.pay(now, drainBound(o.resp))
 	if reason != 0 {
 		closeBody(body)
 		return p, nil, res, reason
 	}
 	return p, body, res, 0
+}
+
+// uploading reports whether the failed attempt's transport is still
+// uploading the recorded body: the next attempt must take it over (see
+// takeOver).
+func (c *call) uploading() bool {
+	return c.body != nil && c.body.replayable() && c.body.busy()
+}
+
+// takeOver takes the recorded body from the upload of o's attempt (see
+// replayBody.revoke), for the attempt after it. That upload may have gone
+// past the limit, and stopping it may end the connection o's response
+// comes on, so the response is read beforehand (see hold), to be
+// returned whole if the body turns out not to be replayable. The loop
+// calls it last, once the next attempt is paid for, announced and still
+// due.
+func (c *call) takeOver(o *outcome) (io.ReadCloser, Reason) {
+	if o.resp != nil && !hold(o.resp) {
+		o.resp, o.err = nil, errBodyGone
+	}
+	c.body.revoke()
+	return c.copyBody()
 }
 
 // copyBody returns a body for another attempt, hedged copies included.

@@ -124,6 +124,17 @@ func (c *call) setTargets(fallbacks []origin, own target, pinned bool) {
 	})
 }
 
+// budgetOf is tg's budget, nil when disabled. The registry may have
+// forgotten it while this request held it (an idle host with a full
+// credit, swept when another host was added): then it is found again, so
+// that what the request charges counts where the next request looks.
+func (c *call) budgetOf(tg *target) *Budget {
+	if b := tg.budget; b != nil && b.evicted.Load() {
+		tg.budget = c.t.budgets.forKey(tg.host, c.t.policies.lookup(origin{tg.scheme, tg.host}).budget)
+	}
+	return tg.budget
+}
+
 // isCandidate reports whether o is among the request's candidates already.
 func (c *call) isCandidate(o origin) bool {
 	for i := range c.targets {

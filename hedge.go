@@ -168,8 +168,8 @@ func stronger(x, y outcome, now time.Time) bool {
 //
 // A copy is charged to the request it copies (point 20): to the budget of
 // the round's origin, wherever it goes, and a learned copy needs room
-// under its cap in the same window; the candidate it goes to, if another,
-// records it as a request, the load it carries. So hedging beside a
+// under its cap in the same window; a candidate the request has not been
+// to records it as a request, the load it carries. So hedging beside a
 // fallback goes on at the rate the primary's budget allows, and a
 // fallback never starves for credit it could not earn. A copy that is due
 // and not sent is told with its Reason, of the origin that refused it.
@@ -199,8 +199,11 @@ func (h *hedgedRound) hedge(after time.Duration) bool {
 		c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason}, tg)
 		return false
 	}
-	if tg != h.origin && tg.budget != nil {
-		tg.budget.Record()
+	if b := c.budgetOf(tg); !tg.tried && b != nil {
+		// The request's first attempt there: a request, once, as for a
+		// candidate's first attempt (a copy sent to an origin the request
+		// has been to already is no extra request there).
+		b.Record()
 	}
 	c.commit(s)
 	h.launch(next, tg, body)
@@ -214,7 +217,7 @@ func (h *hedgedRound) hedge(after time.Duration) bool {
 // charge reserves one copy on the budget of the round's origin, and under
 // a learned delay counts it against that origin's cap on copies.
 func (h *hedgedRound) charge(now time.Time) Reason {
-	b := h.origin.budget
+	b := h.c.budgetOf(h.origin)
 	if b == nil {
 		return 0 // disabled: no window, no cap; the pool still bounds
 	}

@@ -50,7 +50,19 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 		reason := c.refusal(o)
 		var p plan
-		if reason == 0 {
+		uploading := reason == 0 && c.uploading()
+		switch {
+		case reason != 0:
+		case uploading && c.body.limit == 0:
+			// Nothing is recorded: the upload's next byte makes the body
+			// unreplayable, and a takeover would lose the response for
+			// nothing.
+			reason = ReasonBodyNotReplayable
+		case uploading:
+			// The body is taken from the upload once the attempt is
+			// announced and still due (see takeOver).
+			p, res, reason = c.pay(now, drainBound(o.resp))
+		default:
 			p, body, res, reason = c.prepare(&o, now)
 		}
 		if reason != 0 {
@@ -69,6 +81,13 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			closeBody(body)
 			body, res = nil, reservation{}
 			return c.giveUp(o, ReasonDeadline, o.a.tg)
+		}
+		if uploading {
+			if body, reason = c.takeOver(&o); reason != 0 {
+				res.refund()
+				res = reservation{}
+				return c.giveUp(o, reason, o.a.tg)
+			}
 		}
 		st := status(o.resp)
 		c.drop(o)
@@ -101,7 +120,7 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 			return s, reservation{}, reason
 		}
 		var res reservation
-		switch b := c.targets[s.to].budget; {
+		switch b := c.budgetOf(&c.targets[s.to]); {
 		case b == nil:
 		case s.kind == EventFallback:
 			b.Record()

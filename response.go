@@ -92,6 +92,34 @@ func keep(resp *http.Response) bool {
 	return true
 }
 
+// hold reads resp's body into memory as keep does, but leaves a body too
+// long for that readable, its first bytes in memory and the rest where it
+// was, so that it can still be returned whole: it reports false only when
+// the body could not be read within drainTime.
+func hold(resp *http.Response) bool {
+	body := resp.Body
+	if body == nil || body == http.NoBody {
+		return true
+	}
+	timedOut := atomic.Bool{}
+	t := time.AfterFunc(drainTime, func() { timedOut.Store(true); body.Close() })
+	b, err := io.ReadAll(io.LimitReader(body, drainLimit+1))
+	if !t.Stop() || timedOut.Load() || err != nil {
+		body.Close()
+		return false
+	}
+	if len(b) <= drainLimit {
+		body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		return true
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), body), body}
+	return true
+}
+
 // drainBound is the longest discarding resp can take.
 func drainBound(resp *http.Response) time.Duration {
 	if resp == nil || !drains(resp) {

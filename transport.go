@@ -112,7 +112,8 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		maxRetries = 0
 	}
 	moves := hasUsableFallback(own, fallbacks)
-	if maxRetries == 0 && !moves && p.untimed {
+	marks := t.wrapsRetry.Load() // even a request sent once must tell the httpretry inside
+	if maxRetries == 0 && !moves && p.untimed && !marks {
 		if nested && !p.budget.Disabled {
 			t.budgets.forKey(own.host, p.budget).Record()
 		}
@@ -137,7 +138,6 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if budget != nil && !reorder {
 		budget.Record()
 	}
-	marks := t.wrapsRetry.Load()
 	if !nested && !marks && !reorder && sendsAsIs(req, p) {
 		// The fast path: the caller's own request goes out untouched, and a
 		// first answer that is not retried costs nothing more.
@@ -167,9 +167,9 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.nested, c.marks = nested, marks
 	first := &c.targets[0]
-	if reorder && first.budget != nil {
+	if b := c.budgetOf(first); reorder && b != nil {
 		// Its first attempt is this origin's request (point 18).
-		first.budget.Record()
+		b.Record()
 	}
 	first.tried = true
 	return c.loop(c.round(1, first, c.firstBody()))
