@@ -203,7 +203,7 @@ func (b *Budget) startTicking(now time.Time) {
 	ns := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bk := b.current(ns, true)
+	bk := b.current(ns)
 	bk.requests.Add(1)
 	if b.cur.Load() != nil {
 		return
@@ -236,7 +236,7 @@ func (b *Budget) tick() {
 	if old == nil {
 		return
 	}
-	bk := b.current(ns, true)
+	bk := b.current(ns)
 	if bk == old {
 		// The timer fired early; wait for the boundary.
 		b.armTicker(ns)
@@ -251,18 +251,11 @@ func (b *Budget) tick() {
 }
 
 // current returns the bucket of the slot holding now, emptied first if it
-// still holds an older slot. locked says whether the caller holds b.mu.
-func (b *Budget) current(now int64, locked bool) *bucket {
+// still holds an older slot. The caller holds b.mu.
+func (b *Budget) current(now int64) *bucket {
 	slot := b.loadParams().slot
 	start := now - now%slot
 	bk := &b.buckets[(now/slot)%budgetBuckets]
-	if bk.start.Load() == start {
-		return bk
-	}
-	if !locked {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-	}
 	if bk.start.Load() != start {
 		b.retired += bk.requests.Swap(0)
 		bk.retries.Store(0)
@@ -296,7 +289,7 @@ func (b *Budget) reserveAt(now time.Time) (reservation, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
-	cur := b.current(ns, true)
+	cur := b.current(ns)
 	requests, retries := b.window(ns, p)
 	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
 	if !grant {

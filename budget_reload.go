@@ -42,7 +42,7 @@ func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
 	b.params.Store(p)
 	if b.cur.Load() != nil {
 		// Record's bucket and the ticker follow the new slots.
-		b.cur.Store(b.current(now, true))
+		b.cur.Store(b.current(now))
 		b.armTicker(now)
 	}
 }

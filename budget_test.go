@@ -495,5 +495,7 @@ func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
 // stamps the registry's clock as Record does.
 func (b *Budget) recordAt(now time.Time) {
 	b.stamp()
-	b.current(now.UnixNano(), false).requests.Add(1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.current(now.UnixNano()).requests.Add(1)
 }

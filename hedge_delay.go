@@ -226,7 +226,7 @@ func (b *Budget) takeCopyAt(now time.Time, q float64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
-	cur := b.current(ns, true)
+	cur := b.current(ns)
 	var requests, copies int64
 	for i := range b.buckets {
 		bk := &b.buckets[i]
@@ -248,7 +248,7 @@ func (b *Budget) untakeCopyAt(now time.Time) {
 	ns := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur := b.current(ns, true); cur.copies.Load() > 0 {
+	if cur := b.current(ns); cur.copies.Load() > 0 {
 		cur.copies.Add(-1)
 	}
 }
