@@ -70,6 +70,10 @@ type Policy struct {
 	// candidates for a while; the zero value keeps their configured order.
 	// DefaultPolicy demotes after 5 consecutive failures.
 	Demote Demote
+	// Resume continues a GET response body that breaks mid-stream from
+	// the byte it reached, with a Range request (see Resume);
+	// DefaultPolicy resumes up to 3 times.
+	Resume Resume
 	// RetryIf, when set, decides which outcomes are failures worth another
 	// attempt, in place of RetryOn and the transport-error rule; it must
 	// not read or close the response body. The caller's context ending is
@@ -115,6 +119,7 @@ func DefaultPolicy() Policy {
 			Window:     defaultBudgetWindow,
 		},
 		Demote: Demote{After: defaultDemoteAfter},
+		Resume: Resume{Max: defaultResumeMax},
 	}
 }
 
@@ -170,8 +175,8 @@ func (p Policy) problems() []problem {
 	if p.Budget.Window < 0 {
 		add("Budget.Window", "%v is negative", p.Budget.Window)
 	}
-	// Hedge.problems and Demote.problems word each one as "Type.Field text".
-	for _, s := range append(p.Hedge.problems(), p.Demote.problems()...) {
+	// Hedge, Demote and Resume word each problem as "Type.Field text".
+	for _, s := range append(append(p.Hedge.problems(), p.Demote.problems()...), p.Resume.problems()...) {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
 	}
@@ -213,6 +218,7 @@ type hostPolicy struct {
 	budget        BudgetConfig
 	hedge         Hedge
 	demote        demoteRule
+	resume        resumeRule
 	// untimed: no attempt needs a timer, so a first attempt may go out as
 	// the caller's own request (see sendsAsIs).
 	untimed bool
@@ -231,6 +237,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		budget:        p.Budget.withDefaults(),
 		hedge:         p.Hedge,
 		demote:        p.Demote.resolve(),
+		resume:        p.Resume.resolve(),
 		retryIf:       p.RetryIf,
 	}
 	for _, s := range p.Fallbacks {

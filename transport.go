@@ -128,6 +128,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if state != nil {
 				state.demotion.answeredAt(time.Now, resp.StatusCode == http.StatusTooManyRequests)
 			}
+			wrapResumable(t, req, p, maxRetries, &target{scheme: own.scheme, host: own.host, budget: budget}, 1, time.Time{}, resp)
 			return resp, nil
 		}
 		resp, err = checkOutcome(resp, err)
