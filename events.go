@@ -133,9 +133,9 @@ type Event struct {
 	// Err is the error that attempt failed with, nil when it got a
 	// response.
 	Err error
-	// Delay is the wait before the next attempt (EventRetry, EventResume), how long the
-	// attempt went without response headers before the copy was sent
-	// (EventHedge), or the length of the demotion (EventDemote).
+	// Delay is the wait before the next attempt (EventRetry, EventResume),
+	// how long the attempt went without response headers before the copy
+	// was sent (EventHedge), or the length of the demotion (EventDemote).
 	Delay time.Duration
 	// Reason is why no further attempt is made (EventGiveUp), or why a
 	// hedged copy was not sent (EventHedge).

@@ -36,7 +36,8 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			}
 			resp := o.a.deliver(o.resp)
 			if !c.nested { // the outer httpretry resumes, or no one
-				wrapResumable(c.t, c.req, c.p, c.maxRetries, o.a.tg, o.a.n, c.policyDeadline, resp)
+				wrapResumable(c.t, c.req, c.p, c.maxRetries, o.a.tg, o.a.n, c.sent,
+					c.policyDeadline, resp)
 			}
 			return resp, nil
 		}

@@ -176,7 +176,7 @@ func (p Policy) problems() []problem {
 		add("Budget.Window", "%v is negative", p.Budget.Window)
 	}
 	// Hedge, Demote and Resume word each problem as "Type.Field text".
-	for _, s := range append(append(p.Hedge.problems(), p.Demote.problems()...), p.Resume.problems()...) {
+	for _, s := range slices.Concat(p.Hedge.problems(), p.Demote.problems(), p.Resume.problems()) {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
 	}

@@ -21,15 +21,17 @@ import (
 
 // wrapResumable gives resp, about to be handed to the caller of req from
 // attempt n to tg, a body that resumes when it breaks, if resp is eligible
-// (see Resume); policyDeadline is the request's Deadline, zero for none.
-// Any other response is left as it is, at no cost but the checks.
+// (see Resume). sent is the number of attempts the request has sent, which
+// the resume requests' numbers follow, and policyDeadline its Deadline,
+// zero for none. Any other response is left as it is, at no cost but the
+// checks.
 func wrapResumable(t *RetryTransport, req *http.Request, p *hostPolicy, maxRetries int,
-	tg *target, n int, policyDeadline time.Time, resp *http.Response) {
+	tg *target, n, sent int, policyDeadline time.Time, resp *http.Response) {
 	at, ok := p.resumable(req, resp, maxRetries)
 	if !ok {
 		return
 	}
-	b := &resumeBody{t: t, req: req, p: p, n: n, last: n, policyDeadline: policyDeadline, at: at,
+	b := &resumeBody{t: t, req: req, p: p, sent: sent, last: n, policyDeadline: policyDeadline, at: at,
 		pos: at.first, from: at.first, cur: resp.Body}
 	b.tg = target{scheme: tg.scheme, host: tg.host, moved: tg.moved, budget: tg.budget}
 	resp.Body = b
@@ -44,7 +46,7 @@ type resumeBody struct {
 	req            *http.Request // the caller's
 	p              *hostPolicy
 	tg             target    // the origin the body came from, and its budget
-	n              int       // the attempt that delivered the body
+	sent           int       // the request's attempts before the first resume request
 	policyDeadline time.Time // zero: none
 	at             resumeAt
 
@@ -313,7 +315,7 @@ func (b *resumeBody) resume() error {
 			return b.giveUp(reason, 0, err)
 		}
 		b.resumes++
-		n := b.n + b.resumes
+		n := b.sent + b.resumes
 		b.last = n
 		c.header = b.rangeHeader()
 		a, r := c.newAttempt(n, tg, http.NoBody)
@@ -360,7 +362,7 @@ func (b *resumeBody) resume() error {
 // and Deadline, in ctx, which Close cancels. Its pool is unbounded: the
 // body counts resume requests against Resume.Max itself.
 func (b *resumeBody) newCall(ctx context.Context) *call {
-	c := &call{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt, sent: b.n, resendable: true}
+	c := &call{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt, sent: b.sent, resendable: true}
 	c.one[0] = b.tg
 	c.one[0].tried = true
 	c.targets = c.one[:]

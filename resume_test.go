@@ -154,14 +154,14 @@ func TestResumeWrapCost(t *testing.T) {
 	tg := &target{scheme: "http", host: "o.example"}
 	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() {
 		resp.Body = body
-		wrapResumable(tr, req, hp, 3, tg, 1, time.Time{}, resp)
+		wrapResumable(tr, req, hp, 3, tg, 1, 1, time.Time{}, resp)
 	}))
 	_, wrapped := resp.Body.(*resumeBody)
 	assert.True(t, wrapped)
 	resp.ContentLength = 100
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		resp.Body = body
-		wrapResumable(tr, req, hp, 3, tg, 1, time.Time{}, resp)
+		wrapResumable(tr, req, hp, 3, tg, 1, 1, time.Time{}, resp)
 	}))
 	assert.Equal(t, body, resp.Body)
 }
