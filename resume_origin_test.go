@@ -32,6 +32,8 @@ type fault struct {
 	replace     []byte      // serve this object (a new version) from now on
 	reset       bool        // in memory: fail the request with a connection reset
 	hang        bool        // in memory: send no headers until the request's context ends
+	early       bool        // in memory: end at the cut with io.EOF, in the Read of the last bytes
+	etag        string      // in memory: send this ETag instead of the object's
 }
 
 var errReset = errors.New("read: connection reset by peer")
@@ -192,7 +194,10 @@ func (o *object) memoryBase() http.RoundTripper {
 		}
 		o.count(int(sent))
 		fb := &faultBody{r: bytes.NewReader(body[:sent]), ctx: r.Context(), stall: f.stall, cut: f.cut > 0 && f.cut < int64(len(body)),
-			closed: make(chan struct{})}
+			early: f.early, closed: make(chan struct{})}
+		if f.etag != "" {
+			resp.Header.Set("Etag", f.etag)
+		}
 		resp.Body = fb
 		return resp, nil
 	})
@@ -206,6 +211,7 @@ type faultBody struct {
 	ctx       context.Context
 	cut       bool
 	stall     bool
+	early     bool
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -217,7 +223,11 @@ func (b *faultBody) Read(p []byte) (int, error) {
 	default:
 	}
 	if b.r.Len() > 0 {
-		return b.r.Read(p)
+		n, err := b.r.Read(p)
+		if b.early && b.r.Len() == 0 {
+			err = io.EOF
+		}
+		return n, err
 	}
 	if !b.cut {
 		return 0, io.EOF

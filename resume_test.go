@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -414,4 +415,100 @@ func (b *errAfter) Read(p []byte) (int, error) {
 		err = errors.New("connection reset by peer")
 	}
 	return n, err
+}
+
+// A resume request paid for and never sent, because the caller's context
+// ended during its wait, is given back to the budget.
+func TestResumeRefundsWhatItDidNotSend(t *testing.T) {
+	o := newObject(300_000, func(n int) fault {
+		switch n {
+		case 1:
+			return fault{cut: 100_000}
+		case 2:
+			return fault{status: http.StatusServiceUnavailable}
+		}
+		return fault{}
+	})
+	srv := o.serve(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &recorder{}
+	budgets := NewBudgets()
+	p := resumePolicy()
+	p.Budget.Disabled = false
+	p.Backoff = Fixed(time.Hour)
+	rt := New(nil, WithPolicy(p), WithBudgets(budgets), WithObserver(func(e Event) {
+		rec.observe(e)
+		if e.Kind == EventResume && e.Status == http.StatusServiceUnavailable {
+			cancel() // during the hour's wait, which it pays for first
+		}
+	}))
+	defer rt.CloseIdleConnections()
+	resp := getCtx(t, ctx, rt, srv.URL)
+	_, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Len(t, o.asked(), 2)
+	assert.Equal(t, ReasonCanceled, rec.giveUp(t))
+	s := budgets.For(strings.TrimPrefix(srv.URL, "http://"), p.Budget).Stats()
+	assert.Equal(t, 1, s.Retries, "the resume sent, not the one refunded")
+}
+
+// Bodies that end oddly: io.EOF before the declared length, in the same
+// Read as their last bytes; a 200 to a resume that breaks before reaching
+// the byte the body had; a 206 of the right range under another ETag.
+func TestResumeOddBodies(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		script  func(n int) fault
+		ok      bool
+		asked   int
+		delays  int // resumes announced
+		changed bool
+	}{
+		{"io.EOF early", func(n int) fault {
+			if n == 1 {
+				return fault{cut: 40_000, early: true}
+			}
+			return fault{}
+		}, true, 2, 1, false},
+		{"200 breaks during the skip", func(n int) fault {
+			switch n {
+			case 1:
+				return fault{cut: 50_000}
+			case 2:
+				return fault{ignoreRange: true, cut: 10_000}
+			}
+			return fault{}
+		}, true, 3, 2, false},
+		{"206 under another ETag", func(n int) fault {
+			switch n {
+			case 1:
+				return fault{cut: 50_000}
+			case 2:
+				return fault{etag: `"v2"`}
+			}
+			return fault{}
+		}, false, 2, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newObject(100_000, tt.script)
+			rec := &recorder{}
+			rt := New(o.memoryBase(), WithPolicy(resumePolicy()), WithObserver(rec.observe))
+			resp := getObject(t, rt, "http://o.example/x")
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if tt.ok {
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(o.data, got))
+			} else {
+				assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+				assert.Equal(t, tt.changed, errors.Is(err, ErrBodyChanged))
+				assert.True(t, bytes.Equal(o.data[:len(got)], got))
+			}
+			assert.Len(t, o.asked(), tt.asked)
+			assert.Equal(t, tt.delays, len(delays(rec.all())))
+		})
+	}
 }
