@@ -152,3 +152,59 @@ func TestResumeRequestPermanentError(t *testing.T) {
 type urlSchemeError struct{}
 
 func (*urlSchemeError) Error() string { return "unsupported protocol scheme" }
+
+// A body delivered by the attempt loop rather than the fast path resumes
+// the same way: under hedging, PerTryTimeout and Deadline, and after a
+// resend; the resume requests are numbered after every attempt sent.
+func TestResumeComposes(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		edit   func(*Policy)
+		script func(n int) fault
+		first  int // the attempt whose body broke
+	}{
+		{"hedged", func(p *Policy) { p.Hedge = Hedge{After: time.Hour, Max: 1} }, cuts(60_000), 1},
+		{"timed", func(p *Policy) { p.PerTryTimeout, p.Deadline = time.Minute, time.Hour }, cuts(60_000), 1},
+		{"after a resend", nil, func(n int) fault {
+			switch n {
+			case 1:
+				return fault{status: http.StatusServiceUnavailable}
+			case 2:
+				return fault{cut: 60_000}
+			}
+			return fault{}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newObject(200_000, tt.script)
+			srv := o.serve(t)
+			rec := &recorder{}
+			p := resumePolicy()
+			if tt.edit != nil {
+				tt.edit(&p)
+			}
+			var attempts []int
+			var mu sync.Mutex
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				attempts = append(attempts, AttemptFromContext(r.Context()))
+				mu.Unlock()
+				return http.DefaultTransport.RoundTrip(r)
+			})
+			rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+			t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+			resp := getObject(t, rt, srv.URL)
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.True(t, bytes.Equal(o.data, got))
+			evs := rec.all()
+			require.Equal(t, EventResume, evs[len(evs)-1].Kind)
+			assert.Equal(t, tt.first, evs[len(evs)-1].Attempt)
+			assert.Equal(t, int64(60_000), evs[len(evs)-1].Offset)
+			mu.Lock()
+			assert.Equal(t, tt.first+1, attempts[len(attempts)-1], "AttemptFromContext of the resume")
+			mu.Unlock()
+		})
+	}
+}
