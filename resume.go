@@ -31,10 +31,9 @@ func wrapResumable(t *RetryTransport, req *http.Request, p *hostPolicy, maxRetri
 	if !ok {
 		return
 	}
-	b := &resumeBody{t: t, req: req, p: p, sent: sent, last: n, policyDeadline: policyDeadline, at: at,
+	resp.Body = &resumeBody{t: t, req: req, p: p, origin: origin{tg.scheme, tg.host}, moved: tg.moved,
+		budget: tg.budget, sent: sent, last: n, policyDeadline: policyDeadline, at: at,
 		pos: at.first, from: at.first, cur: resp.Body}
-	b.tg = target{scheme: tg.scheme, host: tg.host, moved: tg.moved, budget: tg.budget}
-	resp.Body = b
 }
 
 // resumeBody is a response body that continues from the byte it reached
@@ -45,7 +44,9 @@ type resumeBody struct {
 	t              *RetryTransport
 	req            *http.Request // the caller's
 	p              *hostPolicy
-	tg             target    // the origin the body came from, and its budget
+	origin         origin    // the body came from, never another: a validator belongs to one
+	moved          bool      // origin is a fallback: the request's URL is rewritten to it
+	budget         *Budget   // origin's; nil when the budget is disabled
 	sent           int       // the request's attempts before the first resume request
 	policyDeadline time.Time // zero: none
 	at             resumeAt
@@ -229,11 +230,18 @@ func (b *resumeBody) Close() error {
 type resumeVerdict uint8
 
 const (
-	resumeAccepted resumeVerdict = iota + 1 // the rest, exactly: a 206 of the range asked for
-	resumeWhole                             // the same representation whole: a 200 whose start is skipped
-	resumeChanged                           // another representation: nothing of it may be delivered
-	resumeFailed                            // a failure the policy retries
-	resumeAnswered                          // another answer, which ends the body
+	// resumeAccepted: the rest, exactly, a 206 of the range asked for.
+	resumeAccepted resumeVerdict = iota + 1
+	// resumeWhole: the same representation whole, a 200 whose start is
+	// skipped.
+	resumeWhole
+	// resumeChanged: another representation, of which nothing may be
+	// delivered.
+	resumeChanged
+	// resumeFailed: a failure the policy retries.
+	resumeFailed
+	// resumeAnswered: another answer, which ends the body.
+	resumeAnswered
 )
 
 // judgeResume decides what resp, the response to a resume request from
@@ -306,7 +314,8 @@ func (b *resumeBody) resume() error {
 		if err == nil {
 			err = b.cause
 		}
-		b.emit(Event{Kind: EventResume, Attempt: b.last, Status: status, Err: err, Delay: wait, Offset: b.pos - b.at.first})
+		b.emit(Event{Kind: EventResume, Attempt: b.last, Status: status, Err: err, Delay: wait,
+			Offset: b.pos - b.at.first})
 		if reason, err := c.sleep(wait); err != nil {
 			res.refund()
 			if b.isClosed() {
@@ -346,15 +355,19 @@ func (b *resumeBody) resume() error {
 			return b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
 		case resumeFailed:
 			tg.noteRetryAfter(resp, time.Now(), c.p.maxRetryAfter)
-			last, status = fmt.Errorf("httpretry: resume request answered %s", resp.Status), resp.StatusCode
+			last, status = answered(resp), resp.StatusCode
 			a.discard(resp)
 			b.stuck++
 		default:
 			a.discard(resp)
-			return b.giveUp(ReasonNotRetryable, resp.StatusCode,
-				fmt.Errorf("httpretry: resume request answered %s", resp.Status))
+			return b.giveUp(ReasonNotRetryable, resp.StatusCode, answered(resp))
 		}
 	}
+}
+
+// answered is the error of a resume request answered with resp.
+func answered(resp *http.Response) error {
+	return fmt.Errorf("httpretry: resume request answered %s", resp.Status)
 }
 
 // newCall makes the call that sends the resume requests: to the body's
@@ -362,9 +375,10 @@ func (b *resumeBody) resume() error {
 // and Deadline, in ctx, which Close cancels. Its pool is unbounded: the
 // body counts resume requests against Resume.Max itself.
 func (b *resumeBody) newCall(ctx context.Context) *call {
-	c := &call{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt, sent: b.sent, resendable: true}
-	c.one[0] = b.tg
-	c.one[0].tried = true
+	c := &call{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt, sent: b.sent,
+		resendable: true}
+	c.one[0] = target{scheme: b.origin.scheme, host: b.origin.host, moved: b.moved, budget: b.budget,
+		tried: true}
 	c.targets = c.one[:]
 	c.waitLeft = b.p.waitBudget
 	c.policyDeadline = b.policyDeadline
@@ -439,16 +453,16 @@ func (b *resumeBody) isClosed() bool {
 // request's failure last, if any; status is that request's.
 func (b *resumeBody) giveUp(reason Reason, status int, last error) error {
 	off := b.pos - b.at.first
-	b.emit(Event{Kind: EventGiveUp, Attempt: b.last, Status: status, Err: b.cause, Reason: reason, Offset: off})
-	switch {
-	case reason == ReasonBodyChanged:
+	b.emit(Event{Kind: EventGiveUp, Attempt: b.last, Status: status, Err: b.cause, Reason: reason,
+		Offset: off})
+	if reason == ReasonBodyChanged {
 		return fmt.Errorf("%w (after %d bytes): %w", ErrBodyChanged, off, b.cause)
-	case last != nil:
-		return fmt.Errorf("httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s): %w: %w",
-			off, reason, b.resumes, last, b.cause)
 	}
-	return fmt.Errorf("httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s): %w",
-		off, reason, b.resumes, b.cause)
+	const broke = "httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s)"
+	if last != nil {
+		return fmt.Errorf(broke+": %w: %w", off, reason, b.resumes, last, b.cause)
+	}
+	return fmt.Errorf(broke+": %w", off, reason, b.resumes, b.cause)
 }
 
 // emit tells the observers of e, about the body's origin, as the call's
@@ -459,6 +473,6 @@ func (b *resumeBody) emit(e Event) {
 		return
 	}
 	e.Request = b.req
-	e.Origin = b.tg.origin()
+	e.Origin = b.origin.String()
 	obs.emit(e)
 }

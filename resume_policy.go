@@ -103,7 +103,8 @@ type resumeAt struct {
 // caller of req, may be resumed if it breaks, and from what. It reads only
 // headers and allocates nothing, so that an ineligible response costs no
 // more than these checks; the cheap ones come first.
-func (p *hostPolicy) resumable(req *http.Request, resp *http.Response, maxRetries int) (resumeAt, bool) {
+func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
+	maxRetries int) (resumeAt, bool) {
 	if p.resume.max == 0 || maxRetries <= 0 || req.Method != http.MethodGet && req.Method != "" ||
 		hasBody(req) || resp.Body == nil || resp.Body == http.NoBody || resp.Uncompressed {
 		return resumeAt{}, false
