@@ -75,6 +75,9 @@ type resumeBody struct {
 // after a break. A Read that got bytes before a break returns them; the
 // next one resumes.
 func (b *resumeBody) Read(p []byte) (int, error) {
+	if len(p) == 0 && b.err == nil {
+		return 0, nil // nothing to read into, not even a skipped byte
+	}
 	for {
 		if b.err != nil {
 			return 0, b.err

@@ -512,3 +512,29 @@ func TestResumeOddBodies(t *testing.T) {
 		})
 	}
 }
+
+// An empty Read returns at once, even while a 200 to a resume request is
+// being skipped.
+func TestResumeEmptyRead(t *testing.T) {
+	o := newObject(100_000, func(n int) fault {
+		if n == 1 {
+			return fault{cut: 50_000}
+		}
+		return fault{ignoreRange: true}
+	})
+	rt := New(o.memoryBase(), WithPolicy(resumePolicy()))
+	resp := getObject(t, rt, "http://o.example/x")
+	defer resp.Body.Close()
+	buf := make([]byte, 50_000)
+	_, err := io.ReadFull(resp.Body, buf)
+	require.NoError(t, err)
+	n, err := resp.Body.Read(nil)
+	assert.Zero(t, n)
+	assert.NoError(t, err)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(o.data, append(buf, rest...)))
+	n, err = resp.Body.Read(nil)
+	assert.Zero(t, n)
+	assert.Equal(t, io.EOF, err, "after the end, the end")
+}
