@@ -538,3 +538,45 @@ func TestResumeEmptyRead(t *testing.T) {
 	assert.Zero(t, n)
 	assert.Equal(t, io.EOF, err, "after the end, the end")
 }
+
+// No resend, no resume: the zero Policy, Resume.Max -1 and
+// WithMaxRetries(ctx, 0) hand the body over as it came; an outer
+// httpretry's resend is resumed by the outer one alone.
+func TestResumeOff(t *testing.T) {
+	o := newObject(100_000, nil)
+	off := resumePolicy()
+	off.Resume.Max = -1
+	for _, tt := range []struct {
+		name string
+		rt   http.RoundTripper
+		ctx  context.Context
+	}{
+		{"zero Policy", New(o.memoryBase(), WithPolicy(Policy{})), context.Background()},
+		{"Resume.Max -1", New(o.memoryBase(), WithPolicy(off)), context.Background()},
+		{"WithMaxRetries 0", New(o.memoryBase(), WithPolicy(resumePolicy())), WithMaxRetries(context.Background(), 0)},
+	} {
+		resp := getCtx(t, tt.ctx, tt.rt, "http://o.example/x")
+		_, wrapped := resp.Body.(*resumeBody)
+		assert.False(t, wrapped, tt.name)
+		resp.Body.Close()
+	}
+	inner := New(o.memoryBase(), WithPolicy(resumePolicy()))
+	outer := New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := inner.RoundTrip(r)
+		if err == nil && AttemptFromContext(r.Context()) > 1 {
+			_, wrapped := resp.Body.(*resumeBody)
+			assert.False(t, wrapped, "the inner transport does not resume an outer resend")
+		}
+		return resp, err
+	}), WithPolicy(fastPolicy(2)))
+	o.script = func(n int) fault {
+		if n == 1 {
+			return fault{status: http.StatusServiceUnavailable}
+		}
+		return fault{}
+	}
+	resp := getObject(t, outer, "http://o.example/x")
+	_, wrapped := resp.Body.(*resumeBody)
+	assert.True(t, wrapped, "the outer one resumes")
+	resp.Body.Close()
+}
