@@ -32,10 +32,10 @@ type Config struct {
 // A field left out of default takes DefaultPolicy's value, so {} is the
 // default policy and "maxRetries": 0 turns retrying off. A host's entry
 // starts from default: the fields it names replace default's, field by
-// field, inside budget, hedge and demote too. Field names are Policy's in lower
-// camel case, matched exactly; durations are Go duration strings ("250ms"),
-// a backoff is its String form ("exponentialJitter(100ms, 2s)"), and null
-// makes retryOn or fallbacks nil.
+// field, inside budget, hedge, demote and resume too. Field names are
+// Policy's in lower camel case, matched exactly; durations are Go duration
+// strings ("250ms"), a backoff is its String form
+// ("exponentialJitter(100ms, 2s)"), and null makes retryOn or fallbacks nil.
 //
 // Every policy is validated as New would, and every host key parsed as
 // WithHostPolicy would: a Config that ParseConfig returns never makes New

@@ -23,6 +23,19 @@ var (
 	errNilResponse = errors.New("httpretry: base RoundTripper returned neither a response nor an error")
 )
 
+// ErrBodyChanged ends a response body that broke and could not be resumed
+// because the resource changed meanwhile (Policy.Resume): no byte of the
+// new version is delivered. The error also wraps the original read error.
+var ErrBodyChanged = errors.New("httpretry: the response body changed before the rest could be read")
+
+// errBodyIdle is the read error of a response body that delivered no byte
+// for Resume.Idle.
+var errBodyIdle = errors.New("httpretry: response body delivered no byte for Resume.Idle")
+
+// errReadOnClosedBody is returned by a Read of a resumable response body
+// after Close, as net/http's own bodies do.
+var errReadOnClosedBody = errors.New("httpretry: read on closed response body")
+
 // ErrInvalidPolicy is wrapped by the error Policy.Validate returns.
 var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
 

@@ -33,10 +33,14 @@ const (
 	// sent to it while every candidate was demoted) and takes its
 	// configured place again.
 	EventRestore
+	// EventResume: the response body of attempt Attempt broke (Err) after
+	// Offset bytes had been delivered, and a resume request for the rest
+	// will be sent to Origin after Delay (Policy.Resume).
+	EventResume
 )
 
 // String returns the kind as a lower-case word: "retry", "hedge",
-// "give-up", "fallback", "demote" or "restore".
+// "give-up", "fallback", "demote", "restore" or "resume".
 func (k EventKind) String() string {
 	switch k {
 	case EventRetry:
@@ -51,6 +55,8 @@ func (k EventKind) String() string {
 		return "demote"
 	case EventRestore:
 		return "restore"
+	case EventResume:
+		return "resume"
 	}
 	return "unknown"
 }
@@ -86,6 +92,10 @@ const (
 	// is spent, so no resend may go to an origin already tried; it ends the
 	// request as ReasonExhausted does.
 	ReasonWaitBudget
+	// ReasonBodyChanged: a broken response body could not be resumed
+	// because the resource changed (another validator, a 416, or a 206 of
+	// another range); the read fails with ErrBodyChanged.
+	ReasonBodyChanged
 )
 
 var reasonNames = [...]string{
@@ -98,6 +108,7 @@ var reasonNames = [...]string{
 	ReasonNotRetryable:      "not-retryable",
 	ReasonCanceled:          "canceled",
 	ReasonWaitBudget:        "wait-budget",
+	ReasonBodyChanged:       "body-changed",
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or
@@ -123,9 +134,9 @@ type Event struct {
 	// Err is the error that attempt failed with, nil when it got a
 	// response.
 	Err error
-	// Delay is the wait before the next attempt (EventRetry), how long the
-	// attempt went without response headers before the copy was sent
-	// (EventHedge), or the length of the demotion (EventDemote).
+	// Delay is the wait before the next attempt (EventRetry, EventResume),
+	// how long the attempt went without response headers before the copy
+	// was sent (EventHedge), or the length of the demotion (EventDemote).
 	Delay time.Duration
 	// Reason is why no further attempt is made (EventGiveUp), or why a
 	// hedged copy was not sent (EventHedge).
@@ -135,6 +146,10 @@ type Event struct {
 	// (the next one for EventRetry, EventHedge and EventFallback, the last
 	// one for EventGiveUp). Without fallbacks it is the request's own.
 	Origin string
+	// Offset is, for EventResume and for the EventGiveUp of a body that
+	// could not be resumed, the bytes of the response body delivered to
+	// the caller before it broke.
+	Offset int64
 }
 
 // observer is a function told of events. enabled, when set, says whether

@@ -19,7 +19,8 @@ func TestEventKindString(t *testing.T) {
 		{0, "unknown"},
 		{EventDemote, "demote"},
 		{EventRestore, "restore"},
-		{EventRestore + 1, "unknown"},
+		{EventResume, "resume"},
+		{EventResume + 1, "unknown"},
 		{255, "unknown"},
 	}
 	for _, tt := range tests {
@@ -45,7 +46,8 @@ func TestReasonString(t *testing.T) {
 		{ReasonCanceled, "canceled"},
 		{0, "none"},
 		{ReasonWaitBudget, "wait-budget"},
-		{ReasonWaitBudget + 1, "none"},
+		{ReasonBodyChanged, "body-changed"},
+		{ReasonBodyChanged + 1, "none"},
 		{100, "none"},
 		{255, "none"},
 	}
@@ -59,7 +61,7 @@ func TestReasonString(t *testing.T) {
 			seen[tt.want] = tt.reason
 		}
 	}
-	assert.Len(t, seen, 9)
+	assert.Len(t, seen, 10)
 }
 
 func TestObserversEmitInOrder(t *testing.T) {

@@ -121,6 +121,11 @@ func ExamplePolicy_MarshalJSON() {
 	//     "after": 5,
 	//     "for": "0s",
 	//     "max": "0s"
+	//   },
+	//   "resume": {
+	//     "max": 3,
+	//     "idle": "0s",
+	//     "minBytes": 0
 	//   }
 	// }
 }

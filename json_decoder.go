@@ -217,6 +217,10 @@ func (d *decoder) value(raw []byte, path string, ptr any) {
 		if !null {
 			d.object(raw, path, v.jsonFields())
 		}
+	case *Resume:
+		if !null {
+			d.object(raw, path, v.jsonFields())
+		}
 	case *float64:
 		decodeScalar(d, raw, path, v, "a number")
 	default:

@@ -72,8 +72,12 @@ func logEvent(l *slog.Logger, e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", redactError(e.Err, e.Request)))
 	}
-	if e.Kind == EventRetry || e.Kind == EventDemote || e.Kind == EventHedge && e.Reason == 0 {
+	if e.Kind == EventRetry || e.Kind == EventDemote || e.Kind == EventResume ||
+		e.Kind == EventHedge && e.Reason == 0 {
 		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	if e.Offset != 0 {
+		attrs = append(attrs, slog.Int64("offset", e.Offset))
 	}
 	if e.Reason != 0 {
 		attrs = append(attrs, slog.String("reason", e.Reason.String()))

@@ -41,7 +41,12 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			if o.err != nil {
 				return nil, fmt.Errorf("httpretry: %w", o.err)
 			}
-			return o.a.deliver(o.resp), nil
+			resp := o.a.deliver(o.resp)
+			if !c.nested { // the outer httpretry resumes, or no one
+				wrapResumable(c.t, c.req, c.p, c.maxRetries, o.a.tg, o.a.n, c.sent,
+					c.policyDeadline, resp)
+			}
+			return resp, nil
 		}
 		now := c.clock(o.resp)
 		if !c.hedged {

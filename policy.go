@@ -73,6 +73,10 @@ type Policy struct {
 	// DefaultPolicy, when it is zero; Demote{After: -1} keeps their
 	// configured order.
 	Demote Demote
+	// Resume continues a GET response body that breaks mid-stream from
+	// the byte it reached, with a Range request (see Resume);
+	// DefaultPolicy resumes up to 3 times.
+	Resume Resume
 	// RetryIf, when set, decides which outcomes are failures worth another
 	// attempt, in place of RetryOn and the transport-error rule; it must
 	// not read or close the response body. The caller's context ending is
@@ -118,6 +122,7 @@ func DefaultPolicy() Policy {
 			Window:     defaultBudgetWindow,
 		},
 		Demote: Demote{After: defaultDemoteAfter},
+		Resume: Resume{Max: defaultResumeMax},
 	}
 }
 
@@ -175,8 +180,8 @@ func (p Policy) problems() []problem {
 	if p.Budget.Window < 0 {
 		add("Budget.Window", "%v is negative", p.Budget.Window)
 	}
-	// Hedge.problems and Demote.problems word each one as "Type.Field text".
-	for _, s := range append(p.Hedge.problems(), p.Demote.problems()...) {
+	// Hedge, Demote and Resume word each problem as "Type.Field text".
+	for _, s := range slices.Concat(p.Hedge.problems(), p.Demote.problems(), p.Resume.problems()) {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
 	}
@@ -218,6 +223,7 @@ type hostPolicy struct {
 	budget        BudgetConfig
 	hedge         Hedge
 	demote        demoteRule
+	resume        resumeRule
 	// untimed: no attempt needs a timer, so a first attempt may go out as
 	// the caller's own request (see sendsAsIs).
 	untimed bool
@@ -236,6 +242,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		budget:        p.Budget.withDefaults(),
 		hedge:         p.Hedge,
 		demote:        p.Demote.resolve(),
+		resume:        p.Resume.resolve(),
 		retryIf:       p.RetryIf,
 	}
 	for _, s := range p.Fallbacks {

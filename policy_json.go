@@ -12,7 +12,7 @@ import (
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *float64, *bool, *string, *time.Duration, *[]int,
-// *[]string, *Backoff, *BudgetConfig, *Hedge or *Demote.
+// *[]string, *Backoff, *BudgetConfig, *Hedge, *Demote or *Resume.
 type jsonField struct {
 	name string
 	ptr  any
@@ -33,7 +33,12 @@ func (p *Policy) jsonFields() []jsonField {
 		{"hedge", &p.Hedge},
 		{"fallbacks", &p.Fallbacks},
 		{"demote", &p.Demote},
+		{"resume", &p.Resume},
 	}
+}
+
+func (r *Resume) jsonFields() []jsonField {
+	return []jsonField{{"max", &r.Max}, {"idle", &r.Idle}, {"minBytes", &r.MinBytes}}
 }
 
 func (d *Demote) jsonFields() []jsonField {
@@ -97,6 +102,15 @@ func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonField
 // left out takes the value of DefaultPolicy's Demote, whatever d held.
 func (d *Demote) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("demote", data, d, DefaultPolicy().Demote, (*Demote).jsonFields)
+}
+
+// MarshalJSON writes every field of r, Idle as a duration string.
+func (r Resume) MarshalJSON() ([]byte, error) { return marshalObject(r.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
+// left out takes the value of DefaultPolicy's Resume, whatever r held.
+func (r *Resume) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("resume", data, r, DefaultPolicy().Resume, (*Resume).jsonFields)
 }
 
 func marshalObject(fields []jsonField) ([]byte, error) {

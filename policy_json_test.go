@@ -21,6 +21,7 @@ func TestJSONNamesAreGoNames(t *testing.T) {
 		b BudgetConfig
 		h Hedge
 		d Demote
+		r Resume
 	)
 	for _, tt := range []struct {
 		v      reflect.Value
@@ -30,6 +31,7 @@ func TestJSONNamesAreGoNames(t *testing.T) {
 		{reflect.ValueOf(&b).Elem(), b.jsonFields()},
 		{reflect.ValueOf(&h).Elem(), h.jsonFields()},
 		{reflect.ValueOf(&d).Elem(), d.jsonFields()},
+		{reflect.ValueOf(&r).Elem(), r.jsonFields()},
 	} {
 		var names []string
 		for i := range tt.v.NumField() {
@@ -57,7 +59,7 @@ func TestPolicyMarshalJSON(t *testing.T) {
 		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
 		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false},`+
 		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s"},"fallbacks":null,`+
-		`"demote":{"after":5,"for":"0s","max":"0s"}}`, string(data))
+		`"demote":{"after":5,"for":"0s","max":"0s"},"resume":{"max":3,"idle":"0s","minBytes":0}}`, string(data))
 
 	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})
 	require.NoError(t, err)

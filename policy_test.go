@@ -23,6 +23,7 @@ func TestDefaultPolicy(t *testing.T) {
 		MaxReplayBytes: 1 << 20,
 		Budget:         BudgetConfig{Percent: 20, MinRetries: 10, Window: 10 * time.Second},
 		Demote:         Demote{After: 5},
+		Resume:         Resume{Max: 3},
 	}
 	p := DefaultPolicy()
 	assert.Equal(t, want, p)

@@ -146,6 +146,8 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if state != nil {
 				state.demotion.answeredAt(time.Now, resp.StatusCode == http.StatusTooManyRequests)
 			}
+			tg := &target{scheme: own.scheme, host: own.host, budget: budget}
+			wrapResumable(t, req, p, maxRetries, tg, 1, 1, time.Time{}, resp)
 			return resp, nil
 		}
 		resp, err = checkOutcome(resp, err)

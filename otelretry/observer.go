@@ -33,7 +33,9 @@ const (
 //   - httpretry.giveups: requests that ended on a failure with no further
 //     attempt (httpretry.EventGiveUp), with reason, such as "exhausted";
 //   - httpretry.demotions: origins sent behind the other candidates after
-//     failing in a row (httpretry.EventDemote, Policy.Demote).
+//     failing in a row (httpretry.EventDemote, Policy.Demote);
+//   - httpretry.resumes: requests for the rest of a response body that
+//     broke mid-stream (httpretry.EventResume, Policy.Resume).
 //
 // Each count carries server.address (the host the event's attempt goes
 // to: Event.Origin's, or the request's own), server.port when the origin
@@ -57,6 +59,7 @@ func Observer(meter metric.Meter) (func(httpretry.Event), error) {
 		{&c.fallbacks, "httpretry.fallbacks", "{fallback}", "First attempts of HTTP requests on a fallback origin."},
 		{&c.giveups, "httpretry.giveups", "{request}", "HTTP requests that ended on a failure with no further attempt."},
 		{&c.demotions, "httpretry.demotions", "{demotion}", "Origins sent behind the other candidates of HTTP requests after failing in a row."},
+		{&c.resumes, "httpretry.resumes", "{resume}", "Requests for the rest of HTTP response bodies that broke mid-stream."},
 	} {
 		ctr, err := meter.Int64Counter(m.name, metric.WithUnit(m.unit), metric.WithDescription(m.description))
 		if err != nil {
@@ -68,7 +71,7 @@ func Observer(meter metric.Meter) (func(httpretry.Event), error) {
 }
 
 type counters struct {
-	retries, hedges, fallbacks, giveups, demotions metric.Int64Counter
+	retries, hedges, fallbacks, giveups, demotions, resumes metric.Int64Counter
 }
 
 func (c *counters) observe(e httpretry.Event) {
@@ -84,6 +87,8 @@ func (c *counters) observe(e httpretry.Event) {
 		ctr = c.giveups
 	case httpretry.EventDemote:
 		ctr = c.demotions
+	case httpretry.EventResume:
+		ctr = c.resumes
 	default:
 		return
 	}

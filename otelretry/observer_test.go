@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -172,6 +173,7 @@ func TestObserverEvents(t *testing.T) {
 	observe(httpretry.Event{Kind: httpretry.EventGiveUp, Request: get, Attempt: 3, Status: 503, Reason: httpretry.ReasonBudget, Origin: "https://api.example.com"})
 	observe(httpretry.Event{Kind: httpretry.EventRetry, Request: req("PURGE", "http://[::1]:9000/x"), Attempt: 1, Status: 502})
 	observe(httpretry.Event{Kind: httpretry.EventRetry, Request: req(http.MethodDelete, "http://cache.internal/x"), Attempt: 1, Status: 502})
+	observe(httpretry.Event{Kind: httpretry.EventResume, Request: get, Attempt: 1, Err: io.ErrUnexpectedEOF, Offset: 10, Origin: "https://api.example.com"})
 	observe(httpretry.Event{Kind: httpretry.EventKind(99), Request: get})
 
 	assert.Equal(t, map[string]map[string]int64{
@@ -180,6 +182,7 @@ func TestObserverEvents(t *testing.T) {
 			"http.request.method=GET,server.address=10.0.0.7":                            1,
 		},
 		"httpretry.giveups": {"http.request.method=GET,reason=budget,server.address=api.example.com": 1},
+		"httpretry.resumes": {"http.request.method=GET,server.address=api.example.com": 1},
 		"httpretry.retries": {
 			"http.request.method=_OTHER,server.address=::1,server.port=9000": 1,
 			"http.request.method=DELETE,server.address=cache.internal":       1,
@@ -311,5 +314,46 @@ func TestObserverFallbackOverLoopback(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]map[string]int64{
 		"httpretry.fallbacks": {"http.request.method=GET,server.address=127.0.0.1,server.port=" + u.Port(): 1},
+	}, counts(t, reader))
+}
+
+// A body cut mid-stream over loopback is resumed once, and counted so.
+func TestObserverResumeOverLoopback(t *testing.T) {
+	data := strings.Repeat("0123456789", 20_000)
+	var calls int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		w.Header().Set("Etag", `"v1"`)
+		if first {
+			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+			io.WriteString(w, data[:100_000])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(data))
+	}))
+	t.Cleanup(srv.Close)
+	meter, reader := newReader(t)
+	observe, err := Observer(meter)
+	require.NoError(t, err)
+	rt := httpretry.New(nil, httpretry.WithObserver(observe))
+	defer rt.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, data, string(got))
+
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]map[string]int64{
+		"httpretry.resumes": {"http.request.method=GET,server.address=127.0.0.1,server.port=" + u.Port(): 1},
 	}, counts(t, reader))
 }

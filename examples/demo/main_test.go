@@ -35,6 +35,7 @@ func TestDemoReport(t *testing.T) {
 		`(?s)8\. Failover.*GET /report\n +attempt 1 to primary \(http://127\.0\.0\.1:\d+\): connection refused -> fallback: attempt 2 to standby \(http://127\.0\.0\.1:\d+\), at once\n +=> 200 report from the standby  \(primary saw 0 call\(s\), standby 1;`,
 		`(?s)8\. Failover.*POST /orders/c\n +attempt 1 to primary \([^)]+\): connection refused -> fallback: attempt 2 to standby \([^)]+\), at once\n +=> 200 order "1 melon" taken by the standby  \(primary saw 0 call\(s\), standby 1;`,
 		`(?s)8\. Failover.*POST /orders/d\n +attempt 1 to primary \([^)]+\): status 503 -> gave up \(not-idempotent\): it reached the primary[^\n]*\n +=> 503 overloaded  \(primary saw 1 call\(s\), standby 0;`,
+		`(?s)11\. A download cut twice.*body broke after 1048576 bytes \(error: unexpected EOF\) -> resume request for the rest\n +body broke after 3145728 bytes \(error: unexpected EOF\) -> resume request.*ranges asked: \["" "bytes=1048576-" "bytes=3145728-"\]\n +=> read 4194304 bytes, error <nil>, identical to the file: true  \(server saw 3 call\(s\)\)`,
 		`(?s)9\. One attempt in fifty.*300 GET without hedging\n +=> [^\n]*; 0 copies sent;.*300 GET with Hedge\{Quantile: 0\.95, Max: 1\}[^\n]*\n +learned delay \(BudgetStats\.HedgeAfter\): [1-9][^\n]*\n.*=> [^\n]*; [1-9]\d* copies sent;`,
 	} {
 		assert.Regexp(t, regexp.MustCompile(want), report)

@@ -29,6 +29,7 @@ func init() {
 		{title: "8. Failover: the primary is down, the standby answers; an unkeyed POST the primary received is not failed over", run: failover},
 		{title: "9. One attempt in fifty stalls 300 ms: hedging after the origin's learned 95th percentile", run: learnedTail},
 		{title: "10. A failing origin goes to the back: the primary goes down and comes back", run: demote},
+		{title: "11. A download cut twice mid-body: resumed from the byte it reached, not from 0", run: resume},
 	}
 }
 

@@ -1,0 +1,493 @@
+package httpretry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A response body that breaks reaches the caller's Read after RoundTrip
+// has returned. resumeBody catches the break there and asks the origin for
+// the rest, through a call of its own made at the first break: its
+// attempts are made, timed, paid for and waited on by the call's
+// functions (newAttempt, do, pay, sleep), so a resume request obeys every
+// rule a resend does. What is resume's own is the decision of what a
+// resume response means (judgeResume) and the bookkeeping of bytes.
+
+// wrapResumable gives resp, about to be handed to the caller of req from
+// attempt n to tg, a body that resumes when it breaks, if resp is eligible
+// (see Resume). sent is the number of attempts the request has sent, which
+// the resume requests' numbers follow, and policyDeadline its Deadline,
+// zero for none. Any other response is left as it is, at no cost but the
+// checks.
+func wrapResumable(t *RetryTransport, req *http.Request, p *hostPolicy, maxRetries int,
+	tg *target, n, sent int, policyDeadline time.Time, resp *http.Response) {
+	at, ok := p.resumable(req, resp, maxRetries)
+	if !ok {
+		return
+	}
+	resp.Body = &resumeBody{t: t, req: req, p: p, origin: origin{tg.scheme, tg.host}, moved: tg.moved,
+		budget: tg.budget, sent: sent, last: n, policyDeadline: policyDeadline, at: at,
+		pos: at.first, from: at.first, cur: resp.Body}
+}
+
+// resumeBody is a response body that continues from the byte it reached
+// when the body under it breaks. Read is the caller's, never concurrent
+// with itself; Close may come from any goroutine at any time and ends
+// everything: a wait, a resume request in flight, the body being read.
+type resumeBody struct {
+	t              *RetryTransport
+	req            *http.Request // the caller's
+	p              *hostPolicy
+	origin         origin    // the body came from, never another: a validator belongs to one
+	moved          bool      // origin is a fallback: the request's URL is rewritten to it
+	budget         *Budget   // origin's; nil when the budget is disabled
+	sent           int       // the request's attempts before the first resume request
+	policyDeadline time.Time // zero: none
+	at             resumeAt
+
+	// Read's own state.
+	pos     int64 // the representation's next byte to deliver
+	from    int64 // pos when the current body began to deliver
+	skip    int64 // bytes the current body sends before pos: a 200 to a resume request
+	capped  bool  // the current body goes on past at.last, where Read stops it
+	resumes int   // resume requests sent
+	stuck   int   // breaks and failed resume requests in a row with no byte between
+	last    int   // the attempt that ended last: the broken body's, or a failed resume's
+	cause   error // the latest break, while it is being resumed
+	err     error // what every further Read returns: io.EOF, or why the body ended
+	c       *call // sends the resume requests; made at the first break
+
+	// Shared with Close and the idle timer.
+	mu     sync.Mutex
+	cur    io.ReadCloser      // the body being read; nil between a break and its resumption
+	closed bool               // the caller closed the body
+	cancel context.CancelFunc // ends the resume requests; nil before the first
+	timer  *time.Timer        // the current body's idle timer; nil before its first Read
+}
+
+// Read delivers the representation's bytes in order, each once, resuming
+// after a break. A Read that got bytes before a break returns them; the
+// next one resumes.
+func (b *resumeBody) Read(p []byte) (int, error) {
+	if len(p) == 0 && b.err == nil {
+		return 0, nil // nothing to read into, not even a skipped byte
+	}
+	for {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.cause != nil {
+			if err := b.resume(); err != nil {
+				b.end(err)
+				return 0, err
+			}
+			continue
+		}
+		n, err := b.readCurrent(p)
+		b.pos += int64(n)
+		switch {
+		case err == nil:
+			return n, nil
+		case b.pos > b.at.last:
+			// Every byte is delivered: an error after the last one (a
+			// reset before the chunk's end) loses nothing.
+			b.end(io.EOF)
+			return n, io.EOF
+		case b.callersDoing():
+			if err == errBodyIdle {
+				err = errReadOnClosedBody // Close stopped the timer, which had not fired
+			}
+			b.end(err)
+			return n, err
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // before the declared length
+		}
+		b.broke(err)
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// readCurrent reads the current body into p: past the bytes it repeats,
+// and no further than at.last.
+func (b *resumeBody) readCurrent(p []byte) (int, error) {
+	cur := b.cur
+	for b.skip > 0 {
+		m, err := b.readTimed(cur, p[:min(int64(len(p)), b.skip)])
+		b.skip -= int64(m)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+	}
+	if b.capped {
+		left := b.at.last + 1 - b.pos
+		if left <= 0 {
+			return 0, io.EOF
+		}
+		p = p[:min(int64(len(p)), left)]
+	}
+	return b.readTimed(cur, p)
+}
+
+// readTimed is one Read of cur, which, with Resume.Idle set, fails with
+// errBodyIdle when no byte came for Idle: the timer closes cur, and is
+// re-armed for every Read rather than made anew.
+func (b *resumeBody) readTimed(cur io.ReadCloser, p []byte) (int, error) {
+	idle := b.p.resume.idle
+	if idle <= 0 {
+		return cur.Read(p)
+	}
+	if b.timer == nil {
+		t := time.AfterFunc(idle, func() { cur.Close() })
+		b.mu.Lock()
+		b.timer = t
+		b.mu.Unlock()
+	} else {
+		b.timer.Reset(idle)
+	}
+	n, err := cur.Read(p)
+	if !b.timer.Stop() {
+		// It fired during this Read (or Close stopped it, which Read's
+		// caller tells apart): cur is closed, or about to be.
+		return n, errBodyIdle
+	}
+	return n, err
+}
+
+// callersDoing reports whether a failed Read is the caller's own doing:
+// its Close, or its context ending.
+func (b *resumeBody) callersDoing() bool {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	return closed || b.req.Context().Err() != nil
+}
+
+// broke lets go of the current body, which failed with err, and notes
+// whether it delivered anything: a resume after progress goes at once.
+func (b *resumeBody) broke(err error) {
+	b.mu.Lock()
+	cur := b.cur
+	b.cur, b.timer = nil, nil
+	b.mu.Unlock()
+	cur.Close()
+	if b.pos > b.from {
+		b.stuck = 0
+	} else {
+		b.stuck++
+	}
+	b.cause = err
+}
+
+// end makes err what every further Read returns and releases everything
+// the body holds.
+func (b *resumeBody) end(err error) {
+	b.err, b.cause = err, nil
+	b.mu.Lock()
+	cur, cancel := b.cur, b.cancel
+	b.cur, b.timer = nil, nil
+	b.mu.Unlock()
+	if cur != nil {
+		cur.Close()
+	}
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Close ends the body at once: a wait for a resume, a resume request in
+// flight and the body being read.
+func (b *resumeBody) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	cur, cancel, timer := b.cur, b.cancel, b.timer
+	b.mu.Unlock()
+	if timer != nil {
+		timer.Stop()
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if cur != nil {
+		return cur.Close()
+	}
+	return nil
+}
+
+// resumeVerdict is what a response to a resume request means.
+type resumeVerdict uint8
+
+const (
+	// resumeAccepted: the rest, exactly, a 206 of the range asked for.
+	resumeAccepted resumeVerdict = iota + 1
+	// resumeWhole: the same representation whole, a 200 whose start is
+	// skipped.
+	resumeWhole
+	// resumeChanged: another representation, of which nothing may be
+	// delivered.
+	resumeChanged
+	// resumeFailed: a failure the policy retries.
+	resumeFailed
+	// resumeAnswered: another answer, which ends the body.
+	resumeAnswered
+)
+
+// judgeResume decides what resp, the response to a resume request from
+// b.pos, means. It reads only headers.
+func (b *resumeBody) judgeResume(resp *http.Response) resumeVerdict {
+	h := resp.Header
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		first, last, size, ok := parseContentRange(h["Content-Range"])
+		if !ok || first != b.pos || last != b.at.last || size != b.at.size || !identityCoded(h) {
+			return resumeChanged
+		}
+		if et := h["Etag"]; b.at.etag && len(et) > 0 && et[0] != b.at.validator {
+			return resumeChanged
+		}
+		return resumeAccepted
+	case http.StatusOK:
+		if !b.at.sameValidator(h) || !identityCoded(h) || resp.Uncompressed ||
+			resp.ContentLength >= 0 && resp.ContentLength != b.at.size {
+			return resumeChanged
+		}
+		return resumeWhole
+	case http.StatusRequestedRangeNotSatisfiable:
+		return resumeChanged
+	}
+	if b.c.failed(resp, nil) {
+		return resumeFailed
+	}
+	return resumeAnswered
+}
+
+// resume asks the origin for the rest after the break b.cause, as many
+// times as the policy allows, and makes the body that delivers it the
+// current one; or it says why the body ends.
+func (b *resumeBody) resume() error {
+	// An observer that panics leaves nothing of the body behind.
+	defer func() {
+		if v := recover(); v != nil {
+			b.end(errReadOnClosedBody)
+			panic(v)
+		}
+	}()
+	if b.c == nil {
+		ctx, cancel := context.WithCancel(b.req.Context())
+		b.mu.Lock()
+		closed := b.closed
+		b.cancel = cancel
+		b.mu.Unlock()
+		if closed {
+			cancel()
+			return errReadOnClosedBody
+		}
+		b.c = b.newCall(ctx)
+	}
+	c := b.c
+	tg := &c.targets[0]
+	var (
+		last   error // the latest resume request's failure
+		status int   // its status, 0 for an error
+	)
+	for {
+		if b.isClosed() {
+			return errReadOnClosedBody
+		}
+		wait, res, reason := b.plan(time.Now())
+		if reason != 0 {
+			return b.giveUp(reason, status, last)
+		}
+		err := last
+		if err == nil {
+			err = b.cause
+		}
+		b.emit(Event{Kind: EventResume, Attempt: b.last, Status: status, Err: err, Delay: wait,
+			Offset: b.pos - b.at.first})
+		if reason, err := c.sleep(wait); err != nil {
+			res.refund()
+			if b.isClosed() {
+				return errReadOnClosedBody
+			}
+			return b.giveUp(reason, 0, err)
+		}
+		b.resumes++
+		n := b.sent + b.resumes
+		b.last = n
+		c.header = b.rangeHeader()
+		a, r := c.newAttempt(n, tg, http.NoBody)
+		c.sent = n
+		resp, err := c.do(a, r)
+		if err != nil {
+			a.end()
+			if b.isClosed() {
+				return errReadOnClosedBody
+			}
+			o := c.judge(a, nil, err)
+			reason := c.refusal(o)
+			if !o.failure {
+				reason = ReasonNotRetryable
+			}
+			if reason != 0 {
+				return b.giveUp(reason, 0, err)
+			}
+			last, status = err, 0
+			b.stuck++
+			continue
+		}
+		switch b.judgeResume(resp) {
+		case resumeAccepted, resumeWhole:
+			return b.take(a, resp)
+		case resumeChanged:
+			a.discard(resp)
+			return b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
+		case resumeFailed:
+			tg.noteRetryAfter(resp, time.Now(), c.p.maxRetryAfter)
+			last, status = answered(resp), resp.StatusCode
+			a.discard(resp)
+			b.stuck++
+		default:
+			a.discard(resp)
+			return b.giveUp(ReasonNotRetryable, resp.StatusCode, answered(resp))
+		}
+	}
+}
+
+// answered is the error of a resume request answered with resp.
+func answered(resp *http.Response) error {
+	return fmt.Errorf("httpretry: resume request answered %s", resp.Status)
+}
+
+// newCall makes the call that sends the resume requests: to the body's
+// origin only (a validator belongs to one), under the request's policy
+// and Deadline, in ctx, which Close cancels. Its pool is unbounded: the
+// body counts resume requests against Resume.Max itself.
+func (b *resumeBody) newCall(ctx context.Context) *call {
+	c := &call{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt, sent: b.sent,
+		resendable: true}
+	c.one[0] = target{scheme: b.origin.scheme, host: b.origin.host, moved: b.moved, budget: b.budget,
+		tried: true}
+	c.targets = c.one[:]
+	c.waitLeft = b.p.waitBudget
+	c.policyDeadline = b.policyDeadline
+	c.deadline = c.policyDeadline
+	if d, ok := ctx.Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
+		c.deadline = d
+	}
+	return c
+}
+
+// plan decides, at now, whether the next resume request may go and after
+// how long, and pays for it: the call's own decision and reservation. Its
+// pool counts the failures in a row, so that admit waits the backoff of
+// that many; after progress the request goes at once, as a copy does,
+// still within the deadline and any Retry-After.
+func (b *resumeBody) plan(now time.Time) (time.Duration, reservation, Reason) {
+	if b.resumes >= b.p.resume.max {
+		return 0, reservation{}, ReasonExhausted
+	}
+	c := b.c
+	c.drawn = max(b.stuck-1, 0)
+	s, reason := c.next(now, 0, b.stuck == 0, nil)
+	if reason != 0 {
+		return 0, reservation{}, reason
+	}
+	var res reservation
+	if bg := c.budgetOf(&c.targets[s.to]); bg != nil {
+		var ok bool
+		if res, ok = bg.reserveAt(now); !ok {
+			return 0, reservation{}, ReasonBudget
+		}
+	}
+	c.commit(s)
+	return s.wait, res, 0
+}
+
+// rangeHeader is the caller's header with the range of the rest, pinned
+// to the validator: a fresh map per request, since an attempt's transport
+// may still read the last one's.
+func (b *resumeBody) rangeHeader() http.Header {
+	h := b.req.Header.Clone()
+	if h == nil {
+		h = make(http.Header, 2)
+	}
+	v := "bytes=" + strconv.FormatInt(b.pos, 10) + "-"
+	if b.at.last != b.at.size-1 {
+		v += strconv.FormatInt(b.at.last, 10)
+	}
+	h.Set("Range", v)
+	h.Set("If-Range", b.at.validator)
+	return h
+}
+
+// take makes resp, an accepted answer to attempt a, the current body.
+func (b *resumeBody) take(a *attempt, resp *http.Response) error {
+	body := a.deliver(resp).Body
+	b.mu.Lock()
+	closed := b.closed
+	if !closed {
+		b.cur = body
+	}
+	b.mu.Unlock()
+	if closed {
+		body.Close()
+		return errReadOnClosedBody
+	}
+	b.from, b.cause, b.skip, b.capped = b.pos, nil, 0, false
+	if resp.StatusCode == http.StatusOK {
+		// The whole representation again: what was delivered is skipped,
+		// and Read stops at the caller's range.
+		b.skip, b.capped = b.pos, b.at.last != b.at.size-1
+	}
+	return nil
+}
+
+func (b *resumeBody) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// giveUp announces that the body ends on b.cause for reason, and returns
+// the error the caller reads: it wraps b.cause, and the latest resume
+// request's failure last, if any; status is that request's.
+func (b *resumeBody) giveUp(reason Reason, status int, last error) error {
+	off := b.pos - b.at.first
+	b.emit(Event{Kind: EventGiveUp, Attempt: b.last, Status: status, Err: b.cause, Reason: reason,
+		Offset: off})
+	if reason == ReasonBodyChanged {
+		return fmt.Errorf("%w (after %d bytes): %w", ErrBodyChanged, off, b.cause)
+	}
+	const broke = "httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s)"
+	if last != nil {
+		return fmt.Errorf(broke+": %w: %w", off, reason, b.resumes, last, b.cause)
+	}
+	return fmt.Errorf(broke+": %w", off, reason, b.resumes, b.cause)
+}
+
+// emit tells the observers of e, about the body's origin, as the call's
+// emit does, with the caller's own request.
+func (b *resumeBody) emit(e Event) {
+	obs := b.t.observers
+	if len(obs) == 0 || !obs.want(b.req.Context(), e.Kind) {
+		return
+	}
+	e.Request = b.req
+	e.Origin = b.origin.String()
+	obs.emit(e)
+}

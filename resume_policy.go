@@ -1,0 +1,242 @@
+package httpretry
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Resume continues a response body that breaks mid-stream (a reset, an
+// unexpected EOF, an HTTP/2 stream error, or, with Idle, a body that stops
+// arriving) from the byte it reached: a GET whose body fails in the
+// caller's Read asks the same origin for the rest with Range and If-Range,
+// and the caller reads on as if nothing had happened, or gets an error
+// that wraps the original one and says why the rest could not be had.
+//
+// Only a body that can be resumed exactly is: a GET under a policy that
+// may resend (MaxRetries > 0), answered with a 200, or with a 206 to the
+// caller's own single Range; not decoded by Go's transparent gzip and with
+// no Content-Encoding but identity; of a known length of at least MinBytes;
+// with a strong validator (an ETag not marked W/, else a Last-Modified at
+// least 60 s before Date); and without Accept-Ranges: none. Any other
+// response is returned exactly as it came, at no cost.
+//
+// A resume request is a resend in every other way: it is charged to the
+// origin's retry budget, honours Retry-After up to MaxRetryAfter, waits the
+// policy's backoff when resume requests fail in a row without a byte
+// delivered between them, is not sent once the policy's Deadline has
+// passed, and ends with the request's context or the body's Close.
+type Resume struct {
+	// Max is the number of resume requests one response body may make, at
+	// most 100; 0 means 3, and a negative value turns resuming off.
+	Max int
+	// Idle, when set, makes a body that delivers no byte for Idle count as
+	// broken: its attempt is abandoned and the rest asked for. 0 means no
+	// timer.
+	Idle time.Duration
+	// MinBytes is the shortest body that is resumed; 0 means 64 KiB.
+	MinBytes int64
+}
+
+const (
+	defaultResumeMax      = 3
+	maxResumeMax          = 100
+	defaultResumeMinBytes = 64 << 10
+
+	// validatorAge is how long before its Date a Last-Modified must lie to
+	// be a strong validator (RFC 9110 §8.8.2.2): a resource modified
+	// within the same second as it was served may change again unseen.
+	// 60 s is Chromium's margin.
+	validatorAge = 60 * time.Second
+)
+
+// problems words each invalid field of r as "Resume.Field text".
+func (r Resume) problems() []string {
+	var bad []string
+	if r.Max > maxResumeMax {
+		bad = append(bad, fmt.Sprintf("Resume.Max %d is above %d", r.Max, maxResumeMax))
+	}
+	if r.Idle < 0 {
+		bad = append(bad, fmt.Sprintf("Resume.Idle %v is negative", r.Idle))
+	}
+	if r.MinBytes < 0 {
+		bad = append(bad, fmt.Sprintf("Resume.MinBytes %d is negative", r.MinBytes))
+	}
+	return bad
+}
+
+// resumeRule is a valid Resume with its defaults resolved, built once per
+// host policy. A max of 0 turns resuming off.
+type resumeRule struct {
+	max      int
+	idle     time.Duration
+	minBytes int64
+}
+
+// resolve applies r's defaults; r must be valid.
+func (r Resume) resolve() resumeRule {
+	rule := resumeRule{max: r.Max, idle: r.Idle, minBytes: r.MinBytes}
+	switch {
+	case rule.max == 0:
+		rule.max = defaultResumeMax
+	case rule.max < 0:
+		rule.max = 0
+	}
+	if rule.minBytes == 0 {
+		rule.minBytes = defaultResumeMinBytes
+	}
+	return rule
+}
+
+// resumeAt is where an eligible body lies in its representation and the
+// validator that pins that representation.
+type resumeAt struct {
+	validator string // the ETag, or else the Last-Modified, as If-Range carries it
+	etag      bool   // validator is an ETag
+	// first and last are the positions of the body's first and last byte
+	// in the representation, size its complete length.
+	first, last, size int64
+}
+
+// resumable decides whether the body of resp, about to be handed to the
+// caller of req, may be resumed if it breaks, and from what. It reads only
+// headers and allocates nothing, so that an ineligible response costs no
+// more than these checks; the cheap ones come first.
+func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
+	maxRetries int) (resumeAt, bool) {
+	if p.resume.max == 0 || maxRetries <= 0 || req.Method != http.MethodGet && req.Method != "" ||
+		hasBody(req) || resp.Body == nil || resp.Body == http.NoBody || resp.Uncompressed {
+		return resumeAt{}, false
+	}
+	var at resumeAt
+	h := resp.Header
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if resp.ContentLength < p.resume.minBytes {
+			return resumeAt{}, false
+		}
+		at.last, at.size = resp.ContentLength-1, resp.ContentLength
+	case http.StatusPartialContent:
+		// Only an answer to the caller's own single range: a multipart
+		// answer has no Content-Range, and its parts cannot be resumed.
+		ranges := req.Header["Range"]
+		if len(ranges) != 1 || strings.IndexByte(ranges[0], ',') >= 0 {
+			return resumeAt{}, false
+		}
+		var ok bool
+		if at.first, at.last, at.size, ok = parseContentRange(h["Content-Range"]); !ok ||
+			at.size < p.resume.minBytes ||
+			resp.ContentLength >= 0 && resp.ContentLength != at.last-at.first+1 {
+			return resumeAt{}, false
+		}
+	default:
+		return resumeAt{}, false
+	}
+	if !identityCoded(h) || noRanges(h) {
+		return resumeAt{}, false
+	}
+	var ok bool
+	if at.validator, at.etag, ok = strongValidator(h); !ok {
+		return resumeAt{}, false
+	}
+	return at, true
+}
+
+// strongValidator returns the validator a resume request pins its range
+// to: a strong ETag, or else a Last-Modified at least validatorAge before
+// Date. A weak ETag rules out Last-Modified too: a client holding an entity
+// tag must not send a date in If-Range (RFC 9110 §13.1.5). A malformed
+// ETag is no validator at all.
+func strongValidator(h http.Header) (v string, etag, ok bool) {
+	if et := h["Etag"]; len(et) > 0 {
+		v := et[0]
+		if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+			return "", false, false // weak (W/"…") or malformed
+		}
+		return v, true, true
+	}
+	lm, date := h["Last-Modified"], h["Date"]
+	if len(lm) == 0 || len(date) == 0 {
+		return "", false, false
+	}
+	modified, err := http.ParseTime(lm[0])
+	if err != nil {
+		return "", false, false
+	}
+	served, err := http.ParseTime(date[0])
+	if err != nil || modified.After(served.Add(-validatorAge)) {
+		return "", false, false
+	}
+	return lm[0], false, true
+}
+
+// sameValidator reports whether h, the headers of a 200 to a resume
+// request, carry at's validator: the same representation, whole.
+func (at *resumeAt) sameValidator(h http.Header) bool {
+	name := "Last-Modified"
+	if at.etag {
+		name = "Etag"
+	}
+	v := h[name]
+	return len(v) > 0 && v[0] == at.validator
+}
+
+// identityCoded reports whether h declares no content coding but identity:
+// a range counts the bytes of the coded form.
+func identityCoded(h http.Header) bool {
+	for _, v := range h["Content-Encoding"] {
+		if v = strings.TrimSpace(v); v != "" && !strings.EqualFold(v, "identity") {
+			return false
+		}
+	}
+	return true
+}
+
+// noRanges reports whether h says the origin serves no ranges.
+func noRanges(h http.Header) bool {
+	for _, v := range h["Accept-Ranges"] {
+		if strings.EqualFold(strings.TrimSpace(v), "none") {
+			return true
+		}
+	}
+	return false
+}
+
+// parseContentRange reads the one Content-Range "bytes first-last/size" of
+// a 206, with a known complete length. Anything else, "*" for the size, a
+// range outside the size, or several values, is not ok.
+func parseContentRange(values []string) (first, last, size int64, ok bool) {
+	if len(values) != 1 {
+		return 0, 0, 0, false
+	}
+	s, found := strings.CutPrefix(strings.TrimSpace(values[0]), "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	span, total, found := strings.Cut(s, "/")
+	a, b, found2 := strings.Cut(span, "-")
+	if !found || !found2 {
+		return 0, 0, 0, false
+	}
+	var okA, okB, okS bool
+	first, okA = decimal(a)
+	last, okB = decimal(b)
+	size, okS = decimal(total)
+	if !okA || !okB || !okS || first > last || last >= size {
+		return 0, 0, 0, false
+	}
+	return first, last, size, true
+}
+
+// decimal reads 1*DIGIT as a non-negative int64, refusing overflow.
+func decimal(s string) (int64, bool) {
+	if s == "" || len(s) > 18 || !isDigits(s) {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, true
+}
