@@ -11,7 +11,7 @@ go 1.25.0
 replace github.com/httpretry/httpretry => ../
 
 require (
-	github.com/httpretry/httpretry v0.0.0-20261201065307-224d90d68209
+	github.com/httpretry/httpretry v0.0.0-20261201212555-d7d57f7f21ea
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
