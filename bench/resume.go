@@ -214,6 +214,10 @@ func RunResume(cfg ResumeConfig, client ResumeClient) (ResumeResult, error) {
 	}
 	close(next)
 	wg.Wait()
+	// A handler counts what it wrote once Write returns, which may be
+	// after its client read the last byte: Close waits for every handler.
+	base.CloseIdleConnections()
+	srv.Close()
 	res.Served, res.Requests = o.served.Load(), o.requests.Load()
 	return res, nil
 }
