@@ -50,44 +50,10 @@ import (
 // such details.
 
 var (
-	simSeed   = flag.Uint64("sim.seed", 0, "simulator: run this one seed and print its trace")
-	simSeeds  = flag.Int("sim.seeds", 0, "simulator: how many seeds to run (0: 3000 with -short, else 20000)")
-	simFirst  = flag.Uint64("sim.first", 1, "simulator: the first seed of -sim.seeds")
-	simStrict = flag.Bool("sim.strict", false, "simulator: known defects fail too")
+	simSeed  = flag.Uint64("sim.seed", 0, "simulator: run this one seed and print its trace")
+	simSeeds = flag.Int("sim.seeds", 0, "simulator: how many seeds to run (0: 3000 with -short, else 20000)")
+	simFirst = flag.Uint64("sim.first", 1, "simulator: the first seed of -sim.seeds")
 )
-
-// knownDefects are the seams of issue 20 that today's code still has,
-// each under the name a check gives the violations it explains. A
-// violation matching one is counted and logged, not failed (unless
-// -sim.strict). Delete an entry when its fix lands: the simulator then
-// fails on any seed that still shows it.
-var knownDefects = map[string]string{
-	"hedge-fallback-budget": "a hedged copy to a fallback is charged to the fallback's budget, " +
-		"which earns no credit, and records no request there: hedging beside a fallback stops",
-	"maxretries0-timebounds": "with MaxRetries 0 (policy or WithMaxRetries) and no fallback, " +
-		"PerTryTimeout and Deadline are ignored",
-	"nested-multiplies": "an httpretry inside httpretry resends each attempt of the outer one again",
-	"observer-panic-demote-leak": "an observer that panics on EventDemote or EventRestore leaks " +
-		"the response it was told of",
-	"observer-panic-body-leak": "an observer that panics on EventRetry, EventFallback or " +
-		"EventHedge leaves the caller's request body unclosed",
-	"observer-panic-refund": "an observer that panics on EventRetry leaves the resend's budget " +
-		"charge in place",
-	"early-503-upload": "an upload answered early with a 503 over 4 KiB, no resend left, returns " +
-		"'request body is no longer replayable' instead of the 503",
-	"double-close-fallback": "with fallbacks, a failed answer whose body is over 4 KiB is closed twice",
-	"deadline-recheck": "a deadline found crossed at the re-check before a wait returns an error " +
-		"wrapping DeadlineExceeded and no response",
-	"blackhole-not-demoted": "a black-holed primary under learned hedging without PerTryTimeout " +
-		"is never demoted",
-	"cold-host-kept":       "a host that saw a hedged request under Quantile while cold is never forgotten by the sweep",
-	"retryon-200-accepted": "RetryOn accepts statuses outside 400-599",
-	// Found by the simulator, not named in issue 20.
-	"hedge-unchecked-launch": "a copy is sent when an observer of its EventHedge returns, with " +
-		"no check again: past the Deadline, after the caller's end, after a Retry-After too long",
-	"sweep-evicts-held-budget": "the sweep that adding one candidate's budget runs can forget another " +
-		"candidate's idle budget the request already holds: what it records there is lost",
-}
 
 // simRun is one seed's run: what was drawn, what the base saw, what the
 // callers got.
@@ -173,10 +139,9 @@ type traceLine struct {
 }
 
 type violation struct {
-	inv    string // the invariant
-	req    int    // -1: the run's
-	msg    string
-	defect string // the known defect that explains it, if any
+	inv string // the invariant
+	req int    // -1: the run's
+	msg string
 }
 
 func (run *simRun) logf(sr *simReq, format string, args ...any) {
@@ -185,12 +150,11 @@ func (run *simRun) logf(sr *simReq, format string, args ...any) {
 	run.trace = append(run.trace, traceLine{at: time.Since(run.t0), req: sr.id(), text: fmt.Sprintf(format, args...)})
 }
 
-// violate records a broken invariant; defect names the known defect that
-// explains it under the run's conditions, "" when none does.
-func (run *simRun) violate(sr *simReq, inv, defect, format string, args ...any) {
+// violate records a broken invariant, which fails the seed.
+func (run *simRun) violate(sr *simReq, inv, format string, args ...any) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
-	run.violations = append(run.violations, violation{inv: inv, req: sr.id(), msg: fmt.Sprintf(format, args...), defect: defect})
+	run.violations = append(run.violations, violation{inv: inv, req: sr.id(), msg: fmt.Sprintf(format, args...)})
 }
 
 func (run *simRun) originFor(scheme, host string) *simOrigin {
@@ -275,11 +239,11 @@ func reqOf(r *http.Request) *simReq {
 func (run *simRun) record(e httpretry.Event) {
 	sr := reqOf(e.Request)
 	if sr == nil {
-		run.violate(nil, "event-request", "", "%s event without the caller's request", e.Kind)
+		run.violate(nil, "event-request", "%s event without the caller's request", e.Kind)
 		return
 	}
 	if e.Request != sr.req {
-		run.violate(sr, "event-request", "", "%s event carries a request that is not the caller's", e.Kind)
+		run.violate(sr, "event-request", "%s event carries a request that is not the caller's", e.Kind)
 	}
 	run.mu.Lock()
 	sr.events = append(sr.events, simEvent{at: time.Now(), Event: e})
@@ -507,7 +471,7 @@ func (run *simRun) setExpectations(sr *simReq, fallbacks []string) {
 // TestSimulate runs the simulator: -sim.seeds seeds from -sim.first,
 // spread over parallel shards, or the one -sim.seed with its trace.
 func TestSimulate(t *testing.T) {
-	sum := &simSummary{known: map[string][]uint64{}, byInv: map[string][]uint64{}}
+	sum := &simSummary{byInv: map[string][]uint64{}}
 	start := time.Now()
 	if *simSeed != 0 {
 		sum.runSeed(t, *simSeed, true)
@@ -538,42 +502,27 @@ func TestSimulate(t *testing.T) {
 // simSummary gathers what the shards found.
 type simSummary struct {
 	mu     sync.Mutex
-	known  map[string][]uint64 // known defect -> seeds
 	byInv  map[string][]uint64 // failing invariant -> seeds
 	failed int
 }
 
-// runSeed plays seed in a bubble of its own and reports its violations:
-// those of known defects are counted, the others fail t (the first
-// three with their trace).
+// runSeed plays seed in a bubble of its own; any violation fails t, the
+// first three seeds' with their trace.
 func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 	run := newRun(seed)
 	synctest.Test(t, func(t *testing.T) { run.play() })
-	var real []violation
 	sum.mu.Lock()
 	defer sum.mu.Unlock()
 	for _, v := range run.violations {
-		if _, ok := knownDefects[v.defect]; ok && !*simStrict {
-			sum.known[v.defect] = append(sum.known[v.defect], seed)
-			continue
-		}
-		real = append(real, v)
-		name := v.inv
-		switch _, ok := knownDefects[v.defect]; {
-		case ok:
-			name += " (known defect " + v.defect + ", -sim.strict)"
-		case v.defect != "":
-			name += " (" + v.defect + ", no longer in knownDefects)"
-		}
-		sum.byInv[name] = append(sum.byInv[name], seed)
+		sum.byInv[v.inv] = append(sum.byInv[v.inv], seed)
 	}
 	if verbose {
 		t.Log(run.report(run.violations))
 	}
-	if len(real) > 0 {
+	if len(run.violations) > 0 {
 		sum.failed++
 		if sum.failed <= 3 && !verbose {
-			t.Error(run.report(real))
+			t.Error(run.report(run.violations))
 		} else {
 			t.Fail()
 		}
@@ -583,22 +532,16 @@ func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 func (sum *simSummary) log(t *testing.T, n int, first uint64, el time.Duration) {
 	t.Logf("simulator: %d seeds from %d in %v (%.0f seeds/s), %d failed", n, first, el.Round(time.Millisecond),
 		float64(n)/el.Seconds(), sum.failed)
-	for _, m := range []map[string][]uint64{sum.known, sum.byInv} {
-		names := make([]string, 0, len(m))
-		for d := range m {
-			names = append(names, d)
-		}
-		sort.Strings(names)
-		for _, d := range names {
-			seeds := append([]uint64(nil), m[d]...)
-			sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
-			seeds = uniq(seeds)
-			if _, ok := sum.known[d]; ok {
-				t.Logf("known defect %s (%s): %d seeds, e.g. %v", d, knownDefects[d], len(seeds), seeds[:min(len(seeds), 6)])
-			} else {
-				t.Logf("failing invariant %s: %d seeds, e.g. %v", d, len(seeds), seeds[:min(len(seeds), 6)])
-			}
-		}
+	names := make([]string, 0, len(sum.byInv))
+	for d := range sum.byInv {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		seeds := append([]uint64(nil), sum.byInv[d]...)
+		sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
+		seeds = uniq(seeds)
+		t.Logf("failing invariant %s: %d seeds, e.g. %v", d, len(seeds), seeds[:min(len(seeds), 6)])
 	}
 	if sum.failed > 3 {
 		t.Errorf("simulator: %d seeds failed; the first 3 are shown", sum.failed)

@@ -68,11 +68,7 @@ func (run *simRun) report(vs []violation) string {
 	})
 	named := map[int]bool{}
 	for _, v := range vs {
-		d := ""
-		if v.defect != "" {
-			d = " [known defect " + v.defect + "]"
-		}
-		fmt.Fprintf(&b, "VIOLATION %s (request %d)%s: %s\n", v.inv, v.req, d, v.msg)
+		fmt.Fprintf(&b, "VIOLATION %s (request %d): %s\n", v.inv, v.req, v.msg)
 		named[v.req] = true
 	}
 	lines := run.trace
