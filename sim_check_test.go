@@ -90,6 +90,13 @@ func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
 			"RoundTrip returned %v after the start, past its bound at %v (observers slept %v)",
 			sr.end.Sub(sr.start), bound.Sub(sr.start), sr.slept)
 	}
+	if pt := sr.pol.PerTryTimeout; pt > 0 && sr.maxRetries == 0 && len(sr.cands) == 1 &&
+		sr.end.After(sr.start.Add(pt+sr.slept)) {
+		// MaxRetries 0 drops no time bound (point 20): the one attempt
+		// is cut at PerTryTimeout, and RoundTrip returns then.
+		run.violate(sr, "one-try-bound", "one attempt allowed, RoundTrip returned %v after the start, "+
+			"PerTryTimeout %v (observers slept %v)", sr.end.Sub(sr.start), pt, sr.slept)
+	}
 	if end := sr.callerEnd(); !run.cfg.nested && !sr.end.Before(end) && sr.slept == 0 && !sr.passesThrough() &&
 		sr.waitingAt(end) {
 		// The caller ended the request during a wait: it gets its
@@ -434,6 +441,8 @@ func (run *simRun) checkEnd() {
 			}
 		}
 		run.checkUploads(sr)
+		run.checkHedgeEvents(sr)
+		run.checkDemoteOff(sr)
 		if sr.respBody >= 0 && sr.plan.readResp && sr.panicVal == nil {
 			b := run.bodies[sr.respBody]
 			whole := b.data
@@ -448,6 +457,48 @@ func (run *simRun) checkEnd() {
 		}
 	}
 	run.checkScenario()
+}
+
+// checkHedgeEvents: an EventHedge without a Reason is a copy that was
+// sent, so the base saw an attempt of its number; one with a Reason is a
+// copy that was due and not sent, so no copy of its number went out: an
+// attempt that took the number later is a resend or a fallback announced
+// after it (point 20). Checked once the run is over, every copy in flight
+// having reached the base by then.
+func (run *simRun) checkHedgeEvents(sr *simReq) {
+	if run.cfg.nested {
+		return // the base sees the inner's numbers
+	}
+	for i, e := range sr.events {
+		if e.Kind != httpretry.EventHedge {
+			continue
+		}
+		a := sr.byNumber(e.Attempt)
+		switch {
+		case e.Reason == 0 && a == nil:
+			run.violate(sr, "hedge-sent", "copy %d was told as sent (origin %s), the base never saw it",
+				e.Attempt, e.Origin)
+		case e.Reason != 0 && a != nil:
+			if k, j := sr.announcement(a.n); k == httpretry.EventHedge || j < i {
+				run.violate(sr, "hedge-refused", "copy %d was told as not sent (%s), attempt %d went to %s "+
+					"announced by %s", e.Attempt, e.Reason, a.n, a.origin.url, k)
+			}
+		}
+	}
+}
+
+// checkDemoteOff: a policy whose Demote.After is negative demotes no
+// origin, whatever For and Max hold (point 20).
+func (run *simRun) checkDemoteOff(sr *simReq) {
+	if sr.pol.Demote.After >= 0 {
+		return
+	}
+	for _, e := range sr.events {
+		if e.Kind == httpretry.EventDemote {
+			run.violate(sr, "demote-off", "attempt %d demoted %s under Demote %+v", e.Attempt, e.Origin,
+				sr.pol.Demote)
+		}
+	}
 }
 
 // checkUploads: every body an origin received is the caller's, byte for
@@ -523,8 +574,19 @@ func (run *simRun) checkBudgets() {
 		for _, s := range stats {
 			retries += s.Retries
 		}
+		// A resend is charged to the origin it goes to; a copy to the
+		// origin of its round's first attempt, wherever it goes (point 20).
+		charged := map[*simOrigin]int{}
 		for _, sr := range reqs {
 			drawn += sr.drawnSent()
+			for _, a := range sr.attempts {
+				switch k, _ := sr.announcement(a.n); k {
+				case httpretry.EventRetry:
+					charged[a.origin]++
+				case httpretry.EventHedge:
+					charged[sr.roundOrigin(a.n)]++
+				}
+			}
 		}
 		for _, o := range run.cfg.origins {
 			s := stats[o.key]
@@ -548,6 +610,10 @@ func (run *simRun) checkBudgets() {
 			if s.Requests < lower {
 				run.violate(nil, "budget-requests", "%s records %d requests, %d requests sent to it",
 					o.key, s.Requests, lower)
+			}
+			if s.Retries != charged[o] {
+				run.violate(nil, "budget-charged-to", "%s granted %d resends, %d were resends to it or copies "+
+					"in rounds it began", o.key, s.Retries, charged[o])
 			}
 			if bound := max(percent*s.Requests/100, floor); s.Retries > bound {
 				run.violate(nil, "budget-bound", "%s granted %d resends in a window of %d requests (bound %d)",
@@ -574,19 +640,34 @@ func (sr *simReq) firstTo(o *simOrigin) *simAttempt {
 	return first
 }
 
-// announcedBy is the kind of the event that announced attempt n, 0 for
-// the first attempt or none.
-func (sr *simReq) announcedBy(n int) httpretry.EventKind {
-	i := 0
-	for _, e := range sr.events {
+// announcement is the kind of the event that announced attempt n and
+// its index in sr.events; 0 and -1 for the first attempt or none.
+func (sr *simReq) announcement(n int) (httpretry.EventKind, int) {
+	k := 0
+	for i, e := range sr.events {
 		if announces(e.Event) {
-			if i+2 == n {
-				return e.Kind
+			if k+2 == n {
+				return e.Kind, i
 			}
-			i++
+			k++
 		}
 	}
-	return 0
+	return 0, -1
+}
+
+// roundOrigin is the origin of the first attempt of the round that
+// attempt n belongs to: n's own unless n is a copy, else that of the
+// latest attempt before it that no copy announced; nil if not sent.
+func (sr *simReq) roundOrigin(n int) *simOrigin {
+	for m := n; m >= 1; m-- {
+		if k, _ := sr.announcement(m); k != httpretry.EventHedge {
+			if a := sr.byNumber(m); a != nil {
+				return a.origin
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // drawnSent counts sr's attempts drawn on the pool that were sent:
@@ -609,16 +690,30 @@ func (sr *simReq) drawnSent() int {
 func (run *simRun) checkScenario() {
 	switch run.cfg.scenario {
 	case "hedge-fallback":
+		w := run.cfg.policies[0].Budget.Window
+		if last := run.reqs[len(run.reqs)-1]; last.start.Sub(run.t0) < hedgeWindows*w {
+			run.violate(last, "hedging-goes-on", "the run spans %v, not %d windows of %v", last.start.Sub(run.t0),
+				hedgeWindows, w)
+		}
 		for _, sr := range run.reqs {
 			if sr.idx%stallEvery != 0 {
 				continue
 			}
+			sent := 0
 			for _, e := range sr.events {
-				if e.Kind == httpretry.EventHedge && e.Reason != 0 {
+				switch {
+				case e.Kind != httpretry.EventHedge:
+				case e.Reason != 0:
 					run.violate(sr, "hedging-goes-on",
-						"request %d stalled and its copy was refused (%s, origin %s) with the budget to spare",
-						sr.idx, e.Reason, e.Origin)
+						"request %d stalled at %v and its copy was refused (%s, origin %s) with the budget to spare",
+						sr.idx, sr.start.Sub(run.t0), e.Reason, e.Origin)
+				default:
+					sent++
 				}
+			}
+			if sent == 0 {
+				run.violate(sr, "hedging-goes-on", "request %d stalled at %v and no copy was sent", sr.idx,
+					sr.start.Sub(run.t0))
 			}
 		}
 	case "blackhole-demote":
@@ -634,6 +729,31 @@ func (run *simRun) checkScenario() {
 		if n > blackHoleTail/8 {
 			run.violate(nil, "black-hole-demoted",
 				"the black-holed primary got %d attempts from the last %d requests", n, blackHoleTail)
+		}
+		after := run.cfg.policies[0].Demote.After
+		if after == 0 {
+			after = 5
+		}
+		by := blackHoleFrom + blackHoleAfter*after
+		demotedAt := -1
+		for _, sr := range run.reqs[:by] {
+			for _, e := range sr.events {
+				if demotedAt < 0 && e.Kind == httpretry.EventDemote && e.Origin == run.cfg.origins[0].url {
+					demotedAt = sr.idx
+				}
+			}
+		}
+		if demotedAt < 0 {
+			run.violate(nil, "black-hole-demoted", "the primary, black-holed from request %d, was not demoted "+
+				"by request %d (Demote.After %d)", blackHoleFrom, by-1, after)
+		}
+		onset := run.reqs[blackHoleFrom-1].learned
+		for _, sr := range run.reqs[blackHoleFrom:] {
+			if sr.learned > onset {
+				run.violate(sr, "learned-delay-steady", "the black-holed primary's learned delay rose from %v "+
+					"to %v", onset, sr.learned)
+				break
+			}
 		}
 	case "demote-return":
 		restored := false
