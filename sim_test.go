@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,15 +33,21 @@ import (
 // PerTryTimeout, Deadline, MaxRetryAfter, MaxReplayBytes; budgets
 // default, strict, tiny or disabled, shared by two transports or not;
 // hedging off, fixed or learned with Max 1-3; 0-3 fallbacks in the policy
-// and per request; demotion; RetryIf; AutoIdempotencyKey; WithIdempotent;
-// httpretry inside httpretry; observers that panic or sleep on some
-// kinds. Origins change over virtual time: answers, 500/502/503/504, 429,
-// Retry-After as seconds, dates, garbage or huge, refused and hung dials,
-// resets before and after the body, slow and black-holed attempts, early
-// answers to an upload still going on, bodies cut mid-stream. Requests
+// and per request; demotion by default (a zero Demote), set or turned off
+// (After -1); RetryIf; AutoIdempotencyKey; WithIdempotent; httpretry
+// inside httpretry; observers that panic or sleep on some kinds; every
+// policy given as its Go literal or, on half the seeds, as ParseConfig
+// reads back its JSON, the checks reading the literal. Origins change
+// over virtual time: answers, 500/502/503/504, 429, Retry-After as
+// seconds, dates, garbage or huge, refused and hung dials, resets before
+// and after the body, slow and black-holed attempts, early answers to an
+// upload still going on, bodies cut mid-stream. Requests
 // come from several goroutines: GET, HEAD, PUT, DELETE, keyed and unkeyed
 // POST and PATCH, bodies with and without GetBody around MaxReplayBytes,
-// callers that cancel. Three liveness scenarios run on fixed seeds.
+// callers that cancel. Three liveness scenarios run on fixed seeds
+// (sim_scenario_test.go): hedging beside a fallback over five budget
+// windows, a primary that black-holes once its hedge delay is learned,
+// and a demoted primary that comes back.
 //
 // Runs are exact in virtual time, but not every draw is the seed's: the
 // jittered waits and demotion lengths come from the package's shared
@@ -51,7 +58,7 @@ import (
 
 var (
 	simSeed  = flag.Uint64("sim.seed", 0, "simulator: run this one seed and print its trace")
-	simSeeds = flag.Int("sim.seeds", 0, "simulator: how many seeds to run (0: 3000 with -short, else 20000)")
+	simSeeds = flag.Int("sim.seeds", 0, "simulator: how many seeds to run (0: 1500 with -short, else 20000)")
 	simFirst = flag.Uint64("sim.first", 1, "simulator: the first seed of -sim.seeds")
 )
 
@@ -105,6 +112,7 @@ type simReq struct {
 	attempts   []*simAttempt // as the base saw them, in arrival order
 	slept      time.Duration // observers' sleeps on this request
 	panicked   bool          // an observer panicked on it
+	learned    time.Duration // with sampleLearned, the first origin's HedgeAfter after it
 }
 
 func (sr *simReq) id() int {
@@ -179,10 +187,14 @@ func (run *simRun) build() []http.RoundTripper {
 	for i := range cfg.policies {
 		cfg.policies[i] = run.checkRetryOn(cfg.policies[i])
 	}
+	inner := cfg.inner
 	if cfg.nested {
 		cfg.inner = run.checkRetryOn(cfg.inner)
+		inner = run.form(cfg.inner)
 	}
-	for i, pol := range cfg.policies {
+	for i, lit := range cfg.policies {
+		// The checks read the literal; the transport may run its JSON.
+		pol := run.form(lit)
 		var b *httpretry.Budgets
 		if i > 0 && cfg.sharedBudgets {
 			b = run.registries[0]
@@ -194,7 +206,7 @@ func (run *simRun) build() []http.RoundTripper {
 		}
 		var base http.RoundTripper = &simBase{run: run}
 		if cfg.nested {
-			base = httpretry.New(base, httpretry.WithPolicy(cfg.inner), httpretry.WithBudgets(httpretry.NewBudgets()))
+			base = httpretry.New(base, httpretry.WithPolicy(inner), httpretry.WithBudgets(httpretry.NewBudgets()))
 		}
 		opts := []httpretry.Option{httpretry.WithPolicy(pol), httpretry.WithBudgets(b),
 			httpretry.WithObserver(run.record)}
@@ -224,6 +236,41 @@ func (run *simRun) build() []http.RoundTripper {
 		rts = append(rts, httpretry.New(base, opts...))
 	}
 	return rts
+}
+
+// form is the policy a transport of the run is given for the literal p:
+// p itself, or with viaJSON what ParseConfig reads from p's JSON (RetryIf,
+// which JSON does not hold, set again). The two must mean one policy
+// (point 20), so the checks, which read p, hold for either; and the JSON
+// read back must write itself again.
+func (run *simRun) form(p httpretry.Policy) httpretry.Policy {
+	if !run.cfg.viaJSON {
+		return p
+	}
+	read := func(p httpretry.Policy) (httpretry.Policy, []byte, bool) {
+		j, err := json.Marshal(p)
+		if err != nil {
+			run.violate(nil, "json-form", "json.Marshal: %v", err)
+			return p, nil, false
+		}
+		c, err := httpretry.ParseConfig([]byte(`{"default": ` + string(j) + `}`))
+		if err != nil {
+			run.violate(nil, "json-form", "ParseConfig refuses what json.Marshal wrote: %v\n%s", err, j)
+			return p, j, false
+		}
+		return c.Default, j, true
+	}
+	q, _, ok := read(p)
+	if !ok {
+		return p
+	}
+	if again, j, ok := read(q); ok {
+		if k, _ := json.Marshal(again); string(j) != string(k) {
+			run.violate(nil, "json-form", "a policy read from JSON writes %s, read again %s", j, k)
+		}
+	}
+	q.RetryIf = p.RetryIf
+	return q
 }
 
 func reqOf(r *http.Request) *simReq {
@@ -278,6 +325,9 @@ func newRun(seed uint64) *simRun {
 	default:
 		run.cfg = drawMixed(seed)
 	}
+	// Half the seeds run every policy from its JSON, the scenarios' (on
+	// fixed seeds modulo 256) every other block of 256.
+	run.cfg.viaJSON = (seed^seed>>8)&1 == 1
 	return run
 }
 
@@ -300,6 +350,7 @@ func (run *simRun) play() {
 	}
 	wg.Wait()
 	run.logf(nil, "all requests done")
+	synctest.Wait() // every attempt sent has reached the base
 	run.checkBudgets()
 	// Uploads that go on after an early answer, and bodies still being
 	// discarded, end within this.
@@ -410,6 +461,15 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 		run.logf(sr, "return error: %v", sr.err)
 	}
 	run.checkReturn(sr, resp)
+	if run.cfg.sampleLearned {
+		run.registries[run.regOf[tr]].Range(func(host string, s httpretry.BudgetStats) bool {
+			if host == run.cfg.origins[0].key {
+				sr.learned = s.HedgeAfter
+				run.logf(sr, "learned delay of %s: %v", host, s.HedgeAfter)
+			}
+			return true
+		})
+	}
 	if resp != nil {
 		if q.readResp {
 			sr.respData, sr.respErr = io.ReadAll(resp.Body)
@@ -482,7 +542,7 @@ func TestSimulate(t *testing.T) {
 	if n == 0 {
 		n = 20000
 		if testing.Short() {
-			n = 3000
+			n = 1500 // about 40 s under -race on a busy 2-core machine
 		}
 	}
 	shards := max(min(runtime.GOMAXPROCS(0), 4), 1)
@@ -517,12 +577,12 @@ func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 		sum.byInv[v.inv] = append(sum.byInv[v.inv], seed)
 	}
 	if verbose {
-		t.Log(run.report(run.violations))
+		t.Log(run.report(run.violations, true))
 	}
 	if len(run.violations) > 0 {
 		sum.failed++
 		if sum.failed <= 3 && !verbose {
-			t.Error(run.report(run.violations))
+			t.Error(run.report(run.violations, false))
 		} else {
 			t.Fail()
 		}
