@@ -2,7 +2,6 @@ package httpretry_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http"
 	"reflect"
@@ -14,35 +13,12 @@ import (
 
 // The invariants. Each is exact where the contract is, and elsewhere a
 // bound that cannot be wrong: a false alarm is a defect of the
-// simulator. A check that a known defect breaks names it (see
-// knownDefects) only under the conditions that defect needs, so that
-// deleting the entry makes the simulator fail on unfixed code and on
-// nothing else.
+// simulator, and any violation fails the seed.
 
-// passesThrough reports whether sr is one that today's code sends as it
-// is: no resend, no other candidate.
+// passesThrough reports whether sr is sent once, to its own origin: no
+// resend, no other candidate. Its time bounds still hold (point 20), but
+// the loop's events and budget records are not promised for it.
 func (sr *simReq) passesThrough() bool { return sr.maxRetries == 0 && len(sr.cands) == 1 }
-
-// timeDefect is the known defect that explains a broken time bound of sr.
-func (sr *simReq) timeDefect() string {
-	if sr.passesThrough() {
-		return "maxretries0-timebounds"
-	}
-	return ""
-}
-
-// innerTimeDefect is timeDefect for a bound the inner transport of a
-// nested run sets: it passes its requests through when its own MaxRetries
-// is 0 (nested runs set no WithMaxRetries nor WithFallbacks).
-func (run *simRun) innerTimeDefect(sr *simReq) string {
-	if d := sr.timeDefect(); d != "" {
-		return d
-	}
-	if in := run.cfg.inner; run.cfg.nested && in.MaxRetries == 0 && (in.PerTryTimeout > 0 || in.Deadline > 0) {
-		return "maxretries0-timebounds"
-	}
-	return ""
-}
 
 // callerEnd is the earliest instant at which the caller ends sr: its
 // context's deadline or its cancel.
@@ -101,25 +77,32 @@ func (sr *simReq) possiblyCut(a *simAttempt) bool {
 func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
 	if sr.panicVal != nil {
 		if _, ok := sr.panicVal.(simPanic); !ok {
-			run.violate(sr, "no-panic", "", "RoundTrip panicked: %v", sr.panicVal)
+			run.violate(sr, "no-panic", "RoundTrip panicked: %v", sr.panicVal)
 		}
 		return
 	}
 	if (resp == nil) == (sr.err == nil) {
-		run.violate(sr, "response-xor-error", "", "response %v and error %v", resp != nil, sr.err)
+		run.violate(sr, "response-xor-error", "response %v and error %v", resp != nil, sr.err)
 	}
 	run.checkUnmodified(sr)
 	if bound := sr.cutBy(); !bound.IsZero() && sr.end.After(bound.Add(sr.slept)) {
-		run.violate(sr, "returns-by-deadline", sr.timeDefect(),
+		run.violate(sr, "returns-by-deadline",
 			"RoundTrip returned %v after the start, past its bound at %v (observers slept %v)",
 			sr.end.Sub(sr.start), bound.Sub(sr.start), sr.slept)
+	}
+	if pt := sr.pol.PerTryTimeout; pt > 0 && sr.maxRetries == 0 && len(sr.cands) == 1 &&
+		sr.end.After(sr.start.Add(pt+sr.slept)) {
+		// MaxRetries 0 drops no time bound (point 20): the one attempt
+		// is cut at PerTryTimeout, and RoundTrip returns then.
+		run.violate(sr, "one-try-bound", "one attempt allowed, RoundTrip returned %v after the start, "+
+			"PerTryTimeout %v (observers slept %v)", sr.end.Sub(sr.start), pt, sr.slept)
 	}
 	if end := sr.callerEnd(); !run.cfg.nested && !sr.end.Before(end) && sr.slept == 0 && !sr.passesThrough() &&
 		sr.waitingAt(end) {
 		// The caller ended the request during a wait: it gets its
 		// context's error, wrapped, and no response.
 		if cause := sr.ctx.Err(); resp != nil || !errors.Is(sr.err, cause) {
-			run.violate(sr, "canceled-in-wait", "", "the caller ended it at %v during a wait, RoundTrip returned at %v: %d, %v (not %v)",
+			run.violate(sr, "canceled-in-wait", "the caller ended it at %v during a wait, RoundTrip returned at %v: %d, %v (not %v)",
 				end.Sub(sr.start), sr.end.Sub(sr.start), sr.status, sr.err, cause)
 		}
 	}
@@ -134,9 +117,9 @@ func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
 		b := run.bodies[sr.respBody]
 		run.mu.Unlock()
 		if b.att.req != sr {
-			run.violate(sr, "response-own", "", "the response returned is body %d of request %d", b.id, b.att.req.id())
+			run.violate(sr, "response-own", "the response returned is body %d of request %d", b.id, b.att.req.id())
 		} else if b.att.status != resp.StatusCode {
-			run.violate(sr, "response-own", "", "status %d returned, the attempt got %d", resp.StatusCode, b.att.status)
+			run.violate(sr, "response-own", "status %d returned, the attempt got %d", resp.StatusCode, b.att.status)
 		}
 	}
 }
@@ -147,7 +130,7 @@ func (run *simRun) checkUnmodified(sr *simReq) {
 	if now.method != was.method || now.url != was.url || now.host != was.host ||
 		now.contentLength != was.contentLength || now.body != was.body || now.getBody != was.getBody ||
 		!reflect.DeepEqual(now.header, was.header) {
-		run.violate(sr, "request-unmodified", "", "the caller's request changed: %+v, was %+v", now, was)
+		run.violate(sr, "request-unmodified", "the caller's request changed: %+v, was %+v", now, was)
 	}
 }
 
@@ -158,11 +141,7 @@ func (run *simRun) checkAttempts(sr *simReq) {
 	atts := append([]*simAttempt(nil), sr.attempts...)
 	run.mu.Unlock()
 	if limit := len(sr.cands) + sr.maxRetries; len(atts) > limit {
-		defect := ""
-		if run.cfg.nested {
-			defect = "nested-multiplies"
-		}
-		run.violate(sr, "calls-bound", defect, "%d upstream calls, more than %d candidates + %d resends",
+		run.violate(sr, "calls-bound", "%d upstream calls, more than %d candidates + %d resends",
 			len(atts), len(sr.cands), sr.maxRetries)
 	}
 	unkeyed := sr.unkeyed && !(run.cfg.nested && run.cfg.inner.AutoIdempotencyKey)
@@ -177,66 +156,52 @@ func (run *simRun) checkAttempts(sr *simReq) {
 			isCand = isCand || c == a.origin
 		}
 		if !isCand {
-			run.violate(sr, "candidates", "", "attempt %d went to %s, not a candidate", a.n, a.origin.url)
+			run.violate(sr, "candidates", "attempt %d went to %s, not a candidate", a.n, a.origin.url)
 		}
 		if strings.HasPrefix(sr.url, "https:") && strings.HasPrefix(a.url, "http:") {
-			run.violate(sr, "no-downgrade", "", "attempt %d of an https request went to %s", a.n, a.url)
+			run.violate(sr, "no-downgrade", "attempt %d of an https request went to %s", a.n, a.url)
 		}
 		if a.method != sr.plan.method || !strings.HasSuffix(a.url, sr.plan.path) ||
 			strings.TrimPrefix(a.url, a.origin.url) != sr.plan.path {
-			run.violate(sr, "same-request", "", "attempt %d is %s %s for %s %s", a.n, a.method, a.url, sr.plan.method, sr.url)
+			run.violate(sr, "same-request", "attempt %d is %s %s for %s %s", a.n, a.method, a.url, sr.plan.method, sr.url)
 		}
 		for k, v := range sr.snap.header {
 			if !reflect.DeepEqual(a.header[k], v) {
-				run.violate(sr, "headers", "", "attempt %d has %s: %q, the caller's %q", a.n, k, a.header[k], v)
+				run.violate(sr, "headers", "attempt %d has %s: %q, the caller's %q", a.n, k, a.header[k], v)
 			}
 		}
 		for k := range a.header {
 			if _, ok := sr.snap.header[k]; !ok && k != "Idempotency-Key" {
-				run.violate(sr, "headers", "", "attempt %d has a header %s the caller did not set", a.n, k)
+				run.violate(sr, "headers", "attempt %d has a header %s the caller did not set", a.n, k)
 			}
 		}
 		if _, own := sr.snap.header["Idempotency-Key"]; !own && a.reached {
 			if k := a.header.Get("Idempotency-Key"); k != "" {
 				if key != "" && k != key {
-					defect := ""
-					if run.cfg.nested {
-						defect = "nested-multiplies"
-					}
-					run.violate(sr, "one-key", defect, "attempt %d carries key %q, an earlier one %q", a.n, k, key)
+					run.violate(sr, "one-key", "attempt %d carries key %q, an earlier one %q", a.n, k, key)
 				}
 				key = k
 			}
 		}
-		// A copy decided in time but announced to an observer that took
-		// long goes out late: no check follows the announcement.
-		late := sr.timeDefect()
-		if late == "" && run.sleptOnHedge(sr, a) {
-			late = "hedge-unchecked-launch"
-		}
 		if !sr.deadline.IsZero() && a.start.After(sr.deadline) {
-			run.violate(sr, "no-attempt-after-deadline", late, "attempt %d started %v after the deadline",
+			run.violate(sr, "no-attempt-after-deadline", "attempt %d started %v after the deadline",
 				a.n, a.start.Sub(sr.deadline))
 		}
 		if cb := sr.callerEnd(); a.start.After(cb) {
-			run.violate(sr, "no-attempt-after-end", late, "attempt %d started %v after the request's end at %v",
+			run.violate(sr, "no-attempt-after-end", "attempt %d started %v after the request's end at %v",
 				a.n, a.start.Sub(cb), cb.Sub(sr.start))
 		}
 		if !sr.deadline.IsZero() && a.settled.After(sr.deadline) {
-			d := sr.timeDefect()
-			if !a.start.Before(sr.deadline) {
-				d = late
-			}
-			run.violate(sr, "attempt-by-deadline", d, "attempt %d went on %v past the deadline",
+			run.violate(sr, "attempt-by-deadline", "attempt %d went on %v past the deadline",
 				a.n, a.settled.Sub(sr.deadline))
 		}
 		if pt := run.perTry(); pt > 0 && a.settled.Sub(a.start) > pt {
-			run.violate(sr, "per-try-timeout", run.innerTimeDefect(sr), "attempt %d waited %v for headers, PerTryTimeout %v",
+			run.violate(sr, "per-try-timeout", "attempt %d waited %v for headers, PerTryTimeout %v",
 				a.n, a.settled.Sub(a.start), pt)
 		}
 	}
 	if unkeyed && reached > 1 {
-		run.violate(sr, "unkeyed-once", "", "an unkeyed %s reached origins %d times", sr.plan.method, reached)
+		run.violate(sr, "unkeyed-once", "an unkeyed %s reached origins %d times", sr.plan.method, reached)
 	}
 	if run.cfg.nested {
 		return
@@ -244,23 +209,11 @@ func (run *simRun) checkAttempts(sr *simReq) {
 	seen := make([]bool, len(atts)+1)
 	for _, a := range atts {
 		if a.n < 1 || a.n > len(atts) || seen[a.n] {
-			run.violate(sr, "attempt-numbers", "", "attempt numbers %v are not 1..%d", attemptNumbers(atts), len(atts))
+			run.violate(sr, "attempt-numbers", "attempt numbers %v are not 1..%d", attemptNumbers(atts), len(atts))
 			break
 		}
 		seen[a.n] = true
 	}
-}
-
-// sleptOnHedge reports whether a may be a copy that an observer of its
-// EventHedge held up (with nesting, attempt numbers are the inner's).
-func (run *simRun) sleptOnHedge(sr *simReq, a *simAttempt) bool {
-	if sr.slept == 0 {
-		return false
-	}
-	if run.cfg.nested {
-		return run.cfg.sleepOn[httpretry.EventHedge]
-	}
-	return sr.announcedBy(a.n) == httpretry.EventHedge
 }
 
 // perTry is the bound on one attempt's wait for headers: the policy's, or
@@ -316,15 +269,11 @@ func (run *simRun) checkRetryAfter(sr *simReq) {
 			if b.origin != a.origin || !b.start.After(a.settled) {
 				continue
 			}
-			defect := ""
-			if run.sleptOnHedge(sr, b) {
-				defect = "hedge-unchecked-launch"
-			}
 			if ra > maxRA {
-				run.violate(sr, "retry-after", defect, "attempt %d to %s after attempt %d was told Retry-After %q (over MaxRetryAfter %v)",
+				run.violate(sr, "retry-after", "attempt %d to %s after attempt %d was told Retry-After %q (over MaxRetryAfter %v)",
 					b.n, b.origin.url, a.n, a.ra, maxRA)
 			} else if b.start.Before(a.settled.Add(ra)) {
-				run.violate(sr, "retry-after", defect, "attempt %d to %s came %v after attempt %d was told Retry-After %q",
+				run.violate(sr, "retry-after", "attempt %d to %s came %v after attempt %d was told Retry-After %q",
 					b.n, b.origin.url, b.start.Sub(a.settled), a.n, a.ra)
 			}
 		}
@@ -365,26 +314,26 @@ func (run *simRun) checkEvents(sr *simReq) {
 			httpretry.EventRestore:
 			about = sr.byNumber(e.Attempt)
 			if about == nil {
-				run.violate(sr, "event-attempt", "", "%s event names attempt %d, never sent", e.Kind, e.Attempt)
+				run.violate(sr, "event-attempt", "%s event names attempt %d, never sent", e.Kind, e.Attempt)
 				continue
 			}
 			if e.Status != 0 && e.Status != about.status {
-				run.violate(sr, "event-status", "", "%s event of attempt %d has status %d, the attempt got %d",
+				run.violate(sr, "event-status", "%s event of attempt %d has status %d, the attempt got %d",
 					e.Kind, e.Attempt, e.Status, about.status)
 			}
 		}
 		switch e.Kind {
 		case httpretry.EventDemote, httpretry.EventRestore:
 			if len(sr.cands) < 2 {
-				run.violate(sr, "demote-needs-fallback", "", "%s event on a request with one candidate", e.Kind)
+				run.violate(sr, "demote-needs-fallback", "%s event on a request with one candidate", e.Kind)
 			}
 			if e.Origin != about.origin.url {
-				run.violate(sr, "event-origin", "", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin,
+				run.violate(sr, "event-origin", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin,
 					e.Attempt, about.origin.url)
 			}
 		case httpretry.EventGiveUp:
 			if e.Reason != httpretry.ReasonBudget && e.Origin != about.origin.url {
-				run.violate(sr, "event-origin", "", "give-up names %s, attempt %d went to %s", e.Origin, e.Attempt,
+				run.violate(sr, "event-origin", "give-up names %s, attempt %d went to %s", e.Origin, e.Attempt,
 					about.origin.url)
 			}
 		}
@@ -395,7 +344,7 @@ func (run *simRun) checkEvents(sr *simReq) {
 	// could not be had ends the request.
 	if len(ann) != sent && !(len(ann) == sent+1 && ann[len(ann)-1].Kind == httpretry.EventRetry && giveUps == 1) &&
 		!(len(ann) == sent+1 && ann[len(ann)-1].Kind == httpretry.EventFallback && giveUps == 1) {
-		run.violate(sr, "one-event-per-attempt", "", "%d attempts after the first, %d events announcing one", sent, len(ann))
+		run.violate(sr, "one-event-per-attempt", "%d attempts after the first, %d events announcing one", sent, len(ann))
 	} else {
 		for i := 0; i < min(len(ann), sent); i++ {
 			a := sr.byNumber(i + 2)
@@ -403,15 +352,15 @@ func (run *simRun) checkEvents(sr *simReq) {
 				continue // reported by attempt-numbers
 			}
 			if e := ann[i]; e.Origin != a.origin.url {
-				run.violate(sr, "event-origin", "", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin, a.n,
+				run.violate(sr, "event-origin", "%s event names %s, attempt %d went to %s", e.Kind, e.Origin, a.n,
 					a.origin.url)
 			} else if e.Kind == httpretry.EventHedge && e.Attempt != a.n {
-				run.violate(sr, "event-attempt", "", "hedge event numbers copy %d, it was attempt %d", e.Attempt, a.n)
+				run.violate(sr, "event-attempt", "hedge event numbers copy %d, it was attempt %d", e.Attempt, a.n)
 			}
 		}
 	}
 	if giveUps > 1 {
-		run.violate(sr, "one-give-up", "", "%d give-up events", giveUps)
+		run.violate(sr, "one-give-up", "%d give-up events", giveUps)
 	}
 	if sr.passesThrough() {
 		return
@@ -419,10 +368,10 @@ func (run *simRun) checkEvents(sr *simReq) {
 	failure := sr.err != nil && sr.pol.RetryIf == nil || sr.status != 0 && sr.retried(sr.status)
 	answer := sr.err == nil && !sr.retried(sr.status)
 	if failure && giveUps != 1 {
-		run.violate(sr, "give-up-iff-failure", "", "a failure returned (%d, %v) with %d give-up events", sr.status, sr.err, giveUps)
+		run.violate(sr, "give-up-iff-failure", "a failure returned (%d, %v) with %d give-up events", sr.status, sr.err, giveUps)
 	}
 	if answer && giveUps != 0 {
-		run.violate(sr, "give-up-iff-failure", "", "an answer %d returned with a give-up event", sr.status)
+		run.violate(sr, "give-up-iff-failure", "an answer %d returned with a give-up event", sr.status)
 	}
 }
 
@@ -442,13 +391,6 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 		sr.passesThrough() || len(sr.attempts) == 0 {
 		return
 	}
-	defect := ""
-	switch msg := sr.err.Error(); {
-	case strings.Contains(msg, "no longer replayable"):
-		defect = "early-503-upload"
-	case strings.Contains(msg, "would cross it") && errors.Is(sr.err, context.DeadlineExceeded):
-		defect = "deadline-recheck"
-	}
 	last := sr.attempts[0]
 	for _, a := range sr.attempts {
 		if a.n > last.n {
@@ -456,10 +398,7 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 		}
 	}
 	if last.resp != nil && !sr.possiblyCut(last) {
-		if defect == "early-503-upload" && last.beh != bEarly503 {
-			defect = ""
-		}
-		run.violate(sr, "last-response-returned", defect, "the last attempt %d got %d, RoundTrip returned %v",
+		run.violate(sr, "last-response-returned", "the last attempt %d got %d, RoundTrip returned %v",
 			last.n, last.status, sr.err)
 		return
 	}
@@ -468,7 +407,7 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 	}
 	for _, a := range sr.attempts {
 		if keepable(a) && !sr.possiblyCut(a) {
-			run.violate(sr, "answer-beats-error", defect, "attempt %d got %d (%d bytes), RoundTrip returned %v",
+			run.violate(sr, "answer-beats-error", "attempt %d got %d (%d bytes), RoundTrip returned %v",
 				a.n, a.status, len(a.resp.data), sr.err)
 			return
 		}
@@ -479,56 +418,31 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 // uploads whole, budgets settled, and the scenario's liveness.
 func (run *simRun) checkEnd() {
 	for _, u := range run.unknown {
-		run.violate(nil, "candidates", "", "the base was sent to %s, no origin of the run", u)
-	}
-	panicKinds := func(kinds ...httpretry.EventKind) bool {
-		for _, k := range kinds {
-			if run.cfg.panicOn[k] {
-				return true
-			}
-		}
-		return false
+		run.violate(nil, "candidates", "the base was sent to %s, no origin of the run", u)
 	}
 	for _, b := range run.bodies {
 		sr := b.att.req
 		switch {
 		case b.closes == 0:
-			defect := ""
-			if sr.panicked && panicKinds(httpretry.EventDemote, httpretry.EventRestore) {
-				defect = "observer-panic-demote-leak"
-			}
-			run.violate(sr, "response-closed", defect, "the %d response of attempt %d (body %d) was never closed",
+			run.violate(sr, "response-closed", "the %d response of attempt %d (body %d) was never closed",
 				b.att.status, b.att.n, b.id)
 		case b.closes > 1:
-			defect := ""
-			if len(sr.cands) > 1 && len(b.data) > 4<<10 {
-				defect = "double-close-fallback"
-			}
-			run.violate(sr, "response-closed", defect, "the %d response of attempt %d (body %d, %d bytes) was closed %d times",
+			run.violate(sr, "response-closed", "the %d response of attempt %d (body %d, %d bytes) was closed %d times",
 				b.att.status, b.att.n, b.id, len(b.data), b.closes)
 		}
 	}
 	for _, sr := range run.reqs {
-		// A panic on a demotion or a restore comes before the loop's
-		// guard as the response leak does (judge emits), and leaves
-		// the body behind the same way.
-		bodyDefect := ""
-		switch {
-		case !sr.panicked:
-		case panicKinds(httpretry.EventRetry, httpretry.EventFallback, httpretry.EventHedge):
-			bodyDefect = "observer-panic-body-leak"
-		case panicKinds(httpretry.EventDemote, httpretry.EventRestore):
-			bodyDefect = "observer-panic-demote-leak"
-		}
 		if sr.callerBody != nil && sr.callerBody.closes == 0 {
-			run.violate(sr, "request-body-closed", bodyDefect, "the caller's request body was never closed")
+			run.violate(sr, "request-body-closed", "the caller's request body was never closed")
 		}
 		for i, b := range sr.getBodies {
 			if b.closes == 0 {
-				run.violate(sr, "request-body-closed", bodyDefect, "body %d from GetBody was never closed", i)
+				run.violate(sr, "request-body-closed", "body %d from GetBody was never closed", i)
 			}
 		}
 		run.checkUploads(sr)
+		run.checkHedgeEvents(sr)
+		run.checkDemoteOff(sr)
 		if sr.respBody >= 0 && sr.plan.readResp && sr.panicVal == nil {
 			b := run.bodies[sr.respBody]
 			whole := b.data
@@ -537,12 +451,54 @@ func (run *simRun) checkEnd() {
 			}
 			if !bytes.HasPrefix(whole, sr.respData) || sr.respErr == nil && len(sr.respData) != len(whole) ||
 				sr.respErr == nil && b.cutAt >= 0 {
-				run.violate(sr, "response-body", "", "the caller read %d bytes (%v) of body %d: %d bytes, cut at %d",
+				run.violate(sr, "response-body", "the caller read %d bytes (%v) of body %d: %d bytes, cut at %d",
 					len(sr.respData), sr.respErr, b.id, len(b.data), b.cutAt)
 			}
 		}
 	}
 	run.checkScenario()
+}
+
+// checkHedgeEvents: an EventHedge without a Reason is a copy that was
+// sent, so the base saw an attempt of its number; one with a Reason is a
+// copy that was due and not sent, so no copy of its number went out: an
+// attempt that took the number later is a resend or a fallback announced
+// after it (point 20). Checked once the run is over, every copy in flight
+// having reached the base by then.
+func (run *simRun) checkHedgeEvents(sr *simReq) {
+	if run.cfg.nested {
+		return // the base sees the inner's numbers
+	}
+	for i, e := range sr.events {
+		if e.Kind != httpretry.EventHedge {
+			continue
+		}
+		a := sr.byNumber(e.Attempt)
+		switch {
+		case e.Reason == 0 && a == nil:
+			run.violate(sr, "hedge-sent", "copy %d was told as sent (origin %s), the base never saw it",
+				e.Attempt, e.Origin)
+		case e.Reason != 0 && a != nil:
+			if k, j := sr.announcement(a.n); k == httpretry.EventHedge || j < i {
+				run.violate(sr, "hedge-refused", "copy %d was told as not sent (%s), attempt %d went to %s "+
+					"announced by %s", e.Attempt, e.Reason, a.n, a.origin.url, k)
+			}
+		}
+	}
+}
+
+// checkDemoteOff: a policy whose Demote.After is negative demotes no
+// origin, whatever For and Max hold (point 20).
+func (run *simRun) checkDemoteOff(sr *simReq) {
+	if sr.pol.Demote.After >= 0 {
+		return
+	}
+	for _, e := range sr.events {
+		if e.Kind == httpretry.EventDemote {
+			run.violate(sr, "demote-off", "attempt %d demoted %s under Demote %+v", e.Attempt, e.Origin,
+				sr.pol.Demote)
+		}
+	}
 }
 
 // checkUploads: every body an origin received is the caller's, byte for
@@ -555,12 +511,12 @@ func (run *simRun) checkUploads(sr *simReq) {
 		want := sr.plan.body
 		if !a.hadBody {
 			if len(want) > 0 {
-				run.violate(sr, "body-identical", "", "attempt %d carried no body, the caller's has %d bytes", a.n, len(want))
+				run.violate(sr, "body-identical", "attempt %d carried no body, the caller's has %d bytes", a.n, len(want))
 			}
 			continue
 		}
 		if !bytes.HasPrefix(want, a.got) || a.gotEOF && len(a.got) != len(want) {
-			run.violate(sr, "body-identical", "", "attempt %d delivered %d bytes (end: %v, %v), not a prefix of the caller's %d",
+			run.violate(sr, "body-identical", "attempt %d delivered %d bytes (end: %v, %v), not a prefix of the caller's %d",
 				a.n, len(a.got), a.gotEOF, a.readErr, len(want))
 		}
 	}
@@ -604,7 +560,7 @@ func (run *simRun) checkBudgets() {
 		reg.Range(func(host string, s httpretry.BudgetStats) bool {
 			stats[host] = s
 			if s.DemotedFor > longest {
-				run.violate(nil, "demotion-bound", "", "%s is demoted for %v, longer than %v", host, s.DemotedFor, longest)
+				run.violate(nil, "demotion-bound", "%s is demoted for %v, longer than %v", host, s.DemotedFor, longest)
 			}
 			return true
 		})
@@ -614,62 +570,61 @@ func (run *simRun) checkBudgets() {
 				reqs = append(reqs, sr)
 			}
 		}
-		retries, drawn, panics := 0, 0, false
+		retries, drawn := 0, 0
 		for _, s := range stats {
 			retries += s.Retries
 		}
+		// A resend is charged to the origin it goes to; a copy to the
+		// origin of its round's first attempt, wherever it goes (point 20).
+		charged := map[*simOrigin]int{}
 		for _, sr := range reqs {
 			drawn += sr.drawnSent()
-			panics = panics || sr.panicked
+			for _, a := range sr.attempts {
+				switch k, _ := sr.announcement(a.n); k {
+				case httpretry.EventRetry:
+					charged[a.origin]++
+				case httpretry.EventHedge:
+					charged[sr.roundOrigin(a.n)]++
+				}
+			}
 		}
 		for _, o := range run.cfg.origins {
-			s, held := stats[o.key]
-			upper, lower, byCopy := 0, 0, 0
+			s := stats[o.key]
+			upper, lower := 0, 0
 			for _, sr := range reqs {
 				for _, c := range sr.cands {
 					if c == o {
 						upper++
 					}
 				}
-				if first := sr.firstTo(o); first != nil && !sr.passesThrough() {
+				// A copy to a candidate the request had not been to is a
+				// request there too (point 20).
+				if sr.firstTo(o) != nil && !sr.passesThrough() {
 					lower++
-					if sr.announcedBy(first.n) == httpretry.EventHedge {
-						byCopy++
-					}
 				}
 			}
 			if s.Requests > upper {
-				run.violate(nil, "budget-requests", "", "%s records %d requests, only %d had it as a candidate",
+				run.violate(nil, "budget-requests", "%s records %d requests, only %d had it as a candidate",
 					o.key, s.Requests, upper)
 			}
 			if s.Requests < lower {
-				// Today a copy to a candidate not yet tried records no
-				// request there: the shortfall those copies explain is
-				// that defect, any more is not.
-				defect := ""
-				switch {
-				case !held:
-					defect = "sweep-evicts-held-budget"
-				case s.Requests >= lower-byCopy:
-					defect = "hedge-fallback-budget"
-				}
-				run.violate(nil, "budget-requests", defect, "%s records %d requests, %d requests sent to it",
+				run.violate(nil, "budget-requests", "%s records %d requests, %d requests sent to it",
 					o.key, s.Requests, lower)
 			}
+			if s.Retries != charged[o] {
+				run.violate(nil, "budget-charged-to", "%s granted %d resends, %d were resends to it or copies "+
+					"in rounds it began", o.key, s.Retries, charged[o])
+			}
 			if bound := max(percent*s.Requests/100, floor); s.Retries > bound {
-				run.violate(nil, "budget-bound", "", "%s granted %d resends in a window of %d requests (bound %d)",
+				run.violate(nil, "budget-bound", "%s granted %d resends in a window of %d requests (bound %d)",
 					o.key, s.Retries, s.Requests, bound)
 			}
 		}
 		if retries < drawn {
-			run.violate(nil, "budget-charged", "", "%d resends and copies sent, %d charged", drawn, retries)
+			run.violate(nil, "budget-charged", "%d resends and copies sent, %d charged", drawn, retries)
 		}
 		if retries > drawn {
-			defect := ""
-			if panics && (run.cfg.panicOn[httpretry.EventRetry] || run.cfg.panicOn[httpretry.EventHedge]) {
-				defect = "observer-panic-refund"
-			}
-			run.violate(nil, "budget-charged", defect, "%d resends and copies sent, %d charged", drawn, retries)
+			run.violate(nil, "budget-charged", "%d resends and copies sent, %d charged", drawn, retries)
 		}
 	}
 }
@@ -685,19 +640,34 @@ func (sr *simReq) firstTo(o *simOrigin) *simAttempt {
 	return first
 }
 
-// announcedBy is the kind of the event that announced attempt n, 0 for
-// the first attempt or none.
-func (sr *simReq) announcedBy(n int) httpretry.EventKind {
-	i := 0
-	for _, e := range sr.events {
+// announcement is the kind of the event that announced attempt n and
+// its index in sr.events; 0 and -1 for the first attempt or none.
+func (sr *simReq) announcement(n int) (httpretry.EventKind, int) {
+	k := 0
+	for i, e := range sr.events {
 		if announces(e.Event) {
-			if i+2 == n {
-				return e.Kind
+			if k+2 == n {
+				return e.Kind, i
 			}
-			i++
+			k++
 		}
 	}
-	return 0
+	return 0, -1
+}
+
+// roundOrigin is the origin of the first attempt of the round that
+// attempt n belongs to: n's own unless n is a copy, else that of the
+// latest attempt before it that no copy announced; nil if not sent.
+func (sr *simReq) roundOrigin(n int) *simOrigin {
+	for m := n; m >= 1; m-- {
+		if k, _ := sr.announcement(m); k != httpretry.EventHedge {
+			if a := sr.byNumber(m); a != nil {
+				return a.origin
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // drawnSent counts sr's attempts drawn on the pool that were sent:
@@ -720,16 +690,30 @@ func (sr *simReq) drawnSent() int {
 func (run *simRun) checkScenario() {
 	switch run.cfg.scenario {
 	case "hedge-fallback":
+		w := run.cfg.policies[0].Budget.Window
+		if last := run.reqs[len(run.reqs)-1]; last.start.Sub(run.t0) < hedgeWindows*w {
+			run.violate(last, "hedging-goes-on", "the run spans %v, not %d windows of %v", last.start.Sub(run.t0),
+				hedgeWindows, w)
+		}
 		for _, sr := range run.reqs {
 			if sr.idx%stallEvery != 0 {
 				continue
 			}
+			sent := 0
 			for _, e := range sr.events {
-				if e.Kind == httpretry.EventHedge && e.Reason != 0 {
-					run.violate(sr, "hedging-goes-on", "hedge-fallback-budget",
-						"request %d stalled and its copy was refused (%s, origin %s) with the budget to spare",
-						sr.idx, e.Reason, e.Origin)
+				switch {
+				case e.Kind != httpretry.EventHedge:
+				case e.Reason != 0:
+					run.violate(sr, "hedging-goes-on",
+						"request %d stalled at %v and its copy was refused (%s, origin %s) with the budget to spare",
+						sr.idx, sr.start.Sub(run.t0), e.Reason, e.Origin)
+				default:
+					sent++
 				}
+			}
+			if sent == 0 {
+				run.violate(sr, "hedging-goes-on", "request %d stalled at %v and no copy was sent", sr.idx,
+					sr.start.Sub(run.t0))
 			}
 		}
 	case "blackhole-demote":
@@ -743,8 +727,33 @@ func (run *simRun) checkScenario() {
 			}
 		}
 		if n > blackHoleTail/8 {
-			run.violate(nil, "black-hole-demoted", "blackhole-not-demoted",
+			run.violate(nil, "black-hole-demoted",
 				"the black-holed primary got %d attempts from the last %d requests", n, blackHoleTail)
+		}
+		after := run.cfg.policies[0].Demote.After
+		if after == 0 {
+			after = 5
+		}
+		by := blackHoleFrom + blackHoleAfter*after
+		demotedAt := -1
+		for _, sr := range run.reqs[:by] {
+			for _, e := range sr.events {
+				if demotedAt < 0 && e.Kind == httpretry.EventDemote && e.Origin == run.cfg.origins[0].url {
+					demotedAt = sr.idx
+				}
+			}
+		}
+		if demotedAt < 0 {
+			run.violate(nil, "black-hole-demoted", "the primary, black-holed from request %d, was not demoted "+
+				"by request %d (Demote.After %d)", blackHoleFrom, by-1, after)
+		}
+		onset := run.reqs[blackHoleFrom-1].learned
+		for _, sr := range run.reqs[blackHoleFrom:] {
+			if sr.learned > onset {
+				run.violate(sr, "learned-delay-steady", "the black-holed primary's learned delay rose from %v "+
+					"to %v", onset, sr.learned)
+				break
+			}
 		}
 	case "demote-return":
 		restored := false
@@ -755,7 +764,7 @@ func (run *simRun) checkScenario() {
 		}
 		last := run.reqs[len(run.reqs)-1]
 		if !restored || len(last.attempts) == 0 || last.attempts[0].origin.idx != 0 {
-			run.violate(last, "demoted-comes-back", "", "the primary, healthy since %v, was not restored (restore event: %v)",
+			run.violate(last, "demoted-comes-back", "the primary, healthy since %v, was not restored (restore event: %v)",
 				demoteOutage, restored)
 		}
 	}
@@ -776,7 +785,7 @@ func (run *simRun) checkRetryOn(p httpretry.Policy) httpretry.Policy {
 		return p
 	}
 	if err := p.Validate(); err == nil {
-		run.violate(nil, "retry-on-failures-only", "retryon-200-accepted", "Validate accepts RetryOn %v", p.RetryOn)
+		run.violate(nil, "retry-on-failures-only", "Validate accepts RetryOn %v", p.RetryOn)
 	}
 	if keep == nil {
 		keep = []int{}
@@ -844,11 +853,7 @@ func (run *simRun) checkSweep() {
 					return true // an expired demotion not yet probed stands
 				}
 			}
-			defect := ""
-			if quantile[host] {
-				defect = "cold-host-kept"
-			}
-			run.violate(nil, "idle-host-forgotten", defect, "%s, idle for %v with its credit full, is still held: %+v",
+			run.violate(nil, "idle-host-forgotten", "%s, idle for %v with its credit full, is still held: %+v",
 				host, idle, s)
 			return true
 		})

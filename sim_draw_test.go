@@ -26,6 +26,12 @@ type runConfig struct {
 	// policy inner (which has no fallbacks of its own).
 	nested bool
 	inner  httpretry.Policy
+	// viaJSON gives the transports their policies as ParseConfig reads
+	// them from json.Marshal's text, in place of the Go literals.
+	viaJSON bool
+	// sampleLearned reads the first origin's learned hedge delay after
+	// each request (BudgetStats.HedgeAfter).
+	sampleLearned bool
 	// Observers: one that panics on the kinds in panicOn, for requests
 	// whose id is a multiple of panicEvery; one that sleeps sleepFor on
 	// the kinds in sleepOn.
@@ -187,7 +193,12 @@ func drawPolicy(r *rand.Rand, budget httpretry.BudgetConfig) httpretry.Policy {
 	for k := r.IntN(4); k > 0; k-- {
 		p.Fallbacks = append(p.Fallbacks, originURLs[r.IntN(len(originURLs))].url)
 	}
-	if r.IntN(2) == 0 {
+	// A zero Demote is DefaultPolicy's, After 5 (point 20); a negative
+	// After turns demotion off whatever For and Max hold.
+	switch r.IntN(4) {
+	case 1:
+		p.Demote = httpretry.Demote{After: -1, For: pick(r, 0, time.Second), Max: pick(r, 0, 2*time.Second)}
+	case 2, 3:
 		p.Demote = httpretry.Demote{After: 1 + r.IntN(5), For: pick(r, 0, 100*time.Millisecond, time.Second)}
 	}
 	if r.IntN(6) == 0 {

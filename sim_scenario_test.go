@@ -12,9 +12,12 @@ import (
 // checkScenario holds what each must show.
 
 const (
-	stallEvery    = 25 // hedge-fallback: every 25th request stalls at the primary
-	blackHoleTail = 80 // blackhole-demote: the last requests, which the primary must no longer hold up
-	demoteOutage  = 2 * time.Second
+	stallEvery     = 25 // hedge-fallback: every 25th request stalls at the primary
+	hedgeWindows   = 5  // hedge-fallback: the budget windows the run spans at least
+	blackHoleFrom  = 60 // blackhole-demote: the first request the primary black-holes
+	blackHoleTail  = 80 // blackhole-demote: the last requests, which the primary must no longer hold up
+	blackHoleAfter = 2  // blackhole-demote: demoted within blackHoleAfter×Demote.After requests
+	demoteOutage   = 2 * time.Second
 )
 
 func healthyOrigins() []*simOrigin {
@@ -35,12 +38,15 @@ func getPlans(n int, timeout time.Duration, gap time.Duration) []reqPlan {
 }
 
 // drawHedgeFallback: a hedging policy beside one fallback, every
-// stallEvery-th request stalling 300 ms at the primary. Each stall's copy
-// must go: the primary's share (20 % of its requests) and the learned cap
-// (10 % at Quantile 0.95) are far above the 4 % of requests that stall.
+// stallEvery-th request stalling 300 ms at the primary, over more than
+// hedgeWindows budget windows. Each stall's copy must go, in every window
+// (the copies used to stop after the first, point 20): the primary's share
+// (20 % of its requests) and the learned cap (10 % at Quantile 0.95) are
+// far above the 4 % of requests that stall.
 func drawHedgeFallback(seed uint64) *runConfig {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	cfg := &runConfig{scenario: "hedge-fallback", origins: healthyOrigins()}
+	w := pick(r, time.Second, 2*time.Second)
 	primary := cfg.origins[0]
 	primary.slowDelay = 300*time.Millisecond + 137*time.Microsecond
 	primary.script = func(sr *simReq, n int) behaviour {
@@ -53,22 +59,31 @@ func drawHedgeFallback(seed uint64) *runConfig {
 	if r.IntN(2) == 0 {
 		h.Quantile = 0.95
 	}
-	cfg.policies = []httpretry.Policy{{MaxRetries: 2, Hedge: h, Fallbacks: []string{cfg.origins[1].url}}}
-	cfg.clients = []clientPlan{{reqs: getPlans(500, 5*time.Second, 0)}}
+	cfg.policies = []httpretry.Policy{{MaxRetries: 2, Hedge: h, Fallbacks: []string{cfg.origins[1].url},
+		Budget: httpretry.BudgetConfig{Window: w}}}
+	// 500 requests of 10 ms at least, each after a gap of w/100: 5 s + 5w.
+	cfg.clients = []clientPlan{{reqs: getPlans(500, 5*time.Second, w/100)}}
 	return cfg
 }
 
-// drawBlackHoleDemote: a black-holed primary under learned hedging,
+// drawBlackHoleDemote: a primary that answers in 10 ms, long enough for
+// its hedge delay to be learned, then black-holes, under learned hedging
 // without PerTryTimeout, one healthy fallback: the primary must be
-// demoted within a few requests, so that the last ones do not go to it
-// first.
+// demoted within a few requests (a zero Demote is the default's, point
+// 20), so that the last ones do not go to it first, and its learned delay
+// must not rise on the copies that overtake it.
 func drawBlackHoleDemote(seed uint64) *runConfig {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	cfg := &runConfig{scenario: "blackhole-demote", origins: healthyOrigins()}
-	cfg.origins[0].script = func(*simReq, int) behaviour { return bBlackHole }
+	cfg := &runConfig{scenario: "blackhole-demote", origins: healthyOrigins(), sampleLearned: true}
+	cfg.origins[0].script = func(sr *simReq, _ int) behaviour {
+		if sr.idx < blackHoleFrom {
+			return bOK
+		}
+		return bBlackHole
+	}
 	cfg.policies = []httpretry.Policy{{MaxRetries: 2,
 		Hedge:     httpretry.Hedge{Quantile: pick(r, 0.9, 0.95), After: 20 * time.Millisecond, Max: 1},
-		Fallbacks: []string{cfg.origins[1].url}, Demote: httpretry.Demote{After: 5}}}
+		Fallbacks: []string{cfg.origins[1].url}, Demote: pick(r, httpretry.Demote{}, httpretry.Demote{After: 3})}}
 	cfg.clients = []clientPlan{{reqs: getPlans(200, time.Second, 0)}}
 	return cfg
 }

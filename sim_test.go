@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,15 +33,21 @@ import (
 // PerTryTimeout, Deadline, MaxRetryAfter, MaxReplayBytes; budgets
 // default, strict, tiny or disabled, shared by two transports or not;
 // hedging off, fixed or learned with Max 1-3; 0-3 fallbacks in the policy
-// and per request; demotion; RetryIf; AutoIdempotencyKey; WithIdempotent;
-// httpretry inside httpretry; observers that panic or sleep on some
-// kinds. Origins change over virtual time: answers, 500/502/503/504, 429,
-// Retry-After as seconds, dates, garbage or huge, refused and hung dials,
-// resets before and after the body, slow and black-holed attempts, early
-// answers to an upload still going on, bodies cut mid-stream. Requests
+// and per request; demotion by default (a zero Demote), set or turned off
+// (After -1); RetryIf; AutoIdempotencyKey; WithIdempotent; httpretry
+// inside httpretry; observers that panic or sleep on some kinds; every
+// policy given as its Go literal or, on half the seeds, as ParseConfig
+// reads back its JSON, the checks reading the literal. Origins change
+// over virtual time: answers, 500/502/503/504, 429, Retry-After as
+// seconds, dates, garbage or huge, refused and hung dials, resets before
+// and after the body, slow and black-holed attempts, early answers to an
+// upload still going on, bodies cut mid-stream. Requests
 // come from several goroutines: GET, HEAD, PUT, DELETE, keyed and unkeyed
 // POST and PATCH, bodies with and without GetBody around MaxReplayBytes,
-// callers that cancel. Three liveness scenarios run on fixed seeds.
+// callers that cancel. Three liveness scenarios run on fixed seeds
+// (sim_scenario_test.go): hedging beside a fallback over five budget
+// windows, a primary that black-holes once its hedge delay is learned,
+// and a demoted primary that comes back.
 //
 // Runs are exact in virtual time, but not every draw is the seed's: the
 // jittered waits and demotion lengths come from the package's shared
@@ -50,44 +57,10 @@ import (
 // such details.
 
 var (
-	simSeed   = flag.Uint64("sim.seed", 0, "simulator: run this one seed and print its trace")
-	simSeeds  = flag.Int("sim.seeds", 0, "simulator: how many seeds to run (0: 3000 with -short, else 20000)")
-	simFirst  = flag.Uint64("sim.first", 1, "simulator: the first seed of -sim.seeds")
-	simStrict = flag.Bool("sim.strict", false, "simulator: known defects fail too")
+	simSeed  = flag.Uint64("sim.seed", 0, "simulator: run this one seed and print its trace")
+	simSeeds = flag.Int("sim.seeds", 0, "simulator: how many seeds to run (0: 1500 with -short, else 20000)")
+	simFirst = flag.Uint64("sim.first", 1, "simulator: the first seed of -sim.seeds")
 )
-
-// knownDefects are the seams of issue 20 that today's code still has,
-// each under the name a check gives the violations it explains. A
-// violation matching one is counted and logged, not failed (unless
-// -sim.strict). Delete an entry when its fix lands: the simulator then
-// fails on any seed that still shows it.
-var knownDefects = map[string]string{
-	"hedge-fallback-budget": "a hedged copy to a fallback is charged to the fallback's budget, " +
-		"which earns no credit, and records no request there: hedging beside a fallback stops",
-	"maxretries0-timebounds": "with MaxRetries 0 (policy or WithMaxRetries) and no fallback, " +
-		"PerTryTimeout and Deadline are ignored",
-	"nested-multiplies": "an httpretry inside httpretry resends each attempt of the outer one again",
-	"observer-panic-demote-leak": "an observer that panics on EventDemote or EventRestore leaks " +
-		"the response it was told of",
-	"observer-panic-body-leak": "an observer that panics on EventRetry, EventFallback or " +
-		"EventHedge leaves the caller's request body unclosed",
-	"observer-panic-refund": "an observer that panics on EventRetry leaves the resend's budget " +
-		"charge in place",
-	"early-503-upload": "an upload answered early with a 503 over 4 KiB, no resend left, returns " +
-		"'request body is no longer replayable' instead of the 503",
-	"double-close-fallback": "with fallbacks, a failed answer whose body is over 4 KiB is closed twice",
-	"deadline-recheck": "a deadline found crossed at the re-check before a wait returns an error " +
-		"wrapping DeadlineExceeded and no response",
-	"blackhole-not-demoted": "a black-holed primary under learned hedging without PerTryTimeout " +
-		"is never demoted",
-	"cold-host-kept":       "a host that saw a hedged request under Quantile while cold is never forgotten by the sweep",
-	"retryon-200-accepted": "RetryOn accepts statuses outside 400-599",
-	// Found by the simulator, not named in issue 20.
-	"hedge-unchecked-launch": "a copy is sent when an observer of its EventHedge returns, with " +
-		"no check again: past the Deadline, after the caller's end, after a Retry-After too long",
-	"sweep-evicts-held-budget": "the sweep that adding one candidate's budget runs can forget another " +
-		"candidate's idle budget the request already holds: what it records there is lost",
-}
 
 // simRun is one seed's run: what was drawn, what the base saw, what the
 // callers got.
@@ -139,6 +112,7 @@ type simReq struct {
 	attempts   []*simAttempt // as the base saw them, in arrival order
 	slept      time.Duration // observers' sleeps on this request
 	panicked   bool          // an observer panicked on it
+	learned    time.Duration // with sampleLearned, the first origin's HedgeAfter after it
 }
 
 func (sr *simReq) id() int {
@@ -173,10 +147,9 @@ type traceLine struct {
 }
 
 type violation struct {
-	inv    string // the invariant
-	req    int    // -1: the run's
-	msg    string
-	defect string // the known defect that explains it, if any
+	inv string // the invariant
+	req int    // -1: the run's
+	msg string
 }
 
 func (run *simRun) logf(sr *simReq, format string, args ...any) {
@@ -185,12 +158,11 @@ func (run *simRun) logf(sr *simReq, format string, args ...any) {
 	run.trace = append(run.trace, traceLine{at: time.Since(run.t0), req: sr.id(), text: fmt.Sprintf(format, args...)})
 }
 
-// violate records a broken invariant; defect names the known defect that
-// explains it under the run's conditions, "" when none does.
-func (run *simRun) violate(sr *simReq, inv, defect, format string, args ...any) {
+// violate records a broken invariant, which fails the seed.
+func (run *simRun) violate(sr *simReq, inv, format string, args ...any) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
-	run.violations = append(run.violations, violation{inv: inv, req: sr.id(), msg: fmt.Sprintf(format, args...), defect: defect})
+	run.violations = append(run.violations, violation{inv: inv, req: sr.id(), msg: fmt.Sprintf(format, args...)})
 }
 
 func (run *simRun) originFor(scheme, host string) *simOrigin {
@@ -215,10 +187,14 @@ func (run *simRun) build() []http.RoundTripper {
 	for i := range cfg.policies {
 		cfg.policies[i] = run.checkRetryOn(cfg.policies[i])
 	}
+	inner := cfg.inner
 	if cfg.nested {
 		cfg.inner = run.checkRetryOn(cfg.inner)
+		inner = run.form(cfg.inner)
 	}
-	for i, pol := range cfg.policies {
+	for i, lit := range cfg.policies {
+		// The checks read the literal; the transport may run its JSON.
+		pol := run.form(lit)
 		var b *httpretry.Budgets
 		if i > 0 && cfg.sharedBudgets {
 			b = run.registries[0]
@@ -230,7 +206,7 @@ func (run *simRun) build() []http.RoundTripper {
 		}
 		var base http.RoundTripper = &simBase{run: run}
 		if cfg.nested {
-			base = httpretry.New(base, httpretry.WithPolicy(cfg.inner), httpretry.WithBudgets(httpretry.NewBudgets()))
+			base = httpretry.New(base, httpretry.WithPolicy(inner), httpretry.WithBudgets(httpretry.NewBudgets()))
 		}
 		opts := []httpretry.Option{httpretry.WithPolicy(pol), httpretry.WithBudgets(b),
 			httpretry.WithObserver(run.record)}
@@ -262,6 +238,41 @@ func (run *simRun) build() []http.RoundTripper {
 	return rts
 }
 
+// form is the policy a transport of the run is given for the literal p:
+// p itself, or with viaJSON what ParseConfig reads from p's JSON (RetryIf,
+// which JSON does not hold, set again). The two must mean one policy
+// (point 20), so the checks, which read p, hold for either; and the JSON
+// read back must write itself again.
+func (run *simRun) form(p httpretry.Policy) httpretry.Policy {
+	if !run.cfg.viaJSON {
+		return p
+	}
+	read := func(p httpretry.Policy) (httpretry.Policy, []byte, bool) {
+		j, err := json.Marshal(p)
+		if err != nil {
+			run.violate(nil, "json-form", "json.Marshal: %v", err)
+			return p, nil, false
+		}
+		c, err := httpretry.ParseConfig([]byte(`{"default": ` + string(j) + `}`))
+		if err != nil {
+			run.violate(nil, "json-form", "ParseConfig refuses what json.Marshal wrote: %v\n%s", err, j)
+			return p, j, false
+		}
+		return c.Default, j, true
+	}
+	q, _, ok := read(p)
+	if !ok {
+		return p
+	}
+	if again, j, ok := read(q); ok {
+		if k, _ := json.Marshal(again); string(j) != string(k) {
+			run.violate(nil, "json-form", "a policy read from JSON writes %s, read again %s", j, k)
+		}
+	}
+	q.RetryIf = p.RetryIf
+	return q
+}
+
 func reqOf(r *http.Request) *simReq {
 	if r == nil {
 		return nil
@@ -275,11 +286,11 @@ func reqOf(r *http.Request) *simReq {
 func (run *simRun) record(e httpretry.Event) {
 	sr := reqOf(e.Request)
 	if sr == nil {
-		run.violate(nil, "event-request", "", "%s event without the caller's request", e.Kind)
+		run.violate(nil, "event-request", "%s event without the caller's request", e.Kind)
 		return
 	}
 	if e.Request != sr.req {
-		run.violate(sr, "event-request", "", "%s event carries a request that is not the caller's", e.Kind)
+		run.violate(sr, "event-request", "%s event carries a request that is not the caller's", e.Kind)
 	}
 	run.mu.Lock()
 	sr.events = append(sr.events, simEvent{at: time.Now(), Event: e})
@@ -314,6 +325,9 @@ func newRun(seed uint64) *simRun {
 	default:
 		run.cfg = drawMixed(seed)
 	}
+	// Half the seeds run every policy from its JSON, the scenarios' (on
+	// fixed seeds modulo 256) every other block of 256.
+	run.cfg.viaJSON = (seed^seed>>8)&1 == 1
 	return run
 }
 
@@ -336,6 +350,7 @@ func (run *simRun) play() {
 	}
 	wg.Wait()
 	run.logf(nil, "all requests done")
+	synctest.Wait() // every attempt sent has reached the base
 	run.checkBudgets()
 	// Uploads that go on after an early answer, and bodies still being
 	// discarded, end within this.
@@ -446,6 +461,15 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 		run.logf(sr, "return error: %v", sr.err)
 	}
 	run.checkReturn(sr, resp)
+	if run.cfg.sampleLearned {
+		run.registries[run.regOf[tr]].Range(func(host string, s httpretry.BudgetStats) bool {
+			if host == run.cfg.origins[0].key {
+				sr.learned = s.HedgeAfter
+				run.logf(sr, "learned delay of %s: %v", host, s.HedgeAfter)
+			}
+			return true
+		})
+	}
 	if resp != nil {
 		if q.readResp {
 			sr.respData, sr.respErr = io.ReadAll(resp.Body)
@@ -507,7 +531,7 @@ func (run *simRun) setExpectations(sr *simReq, fallbacks []string) {
 // TestSimulate runs the simulator: -sim.seeds seeds from -sim.first,
 // spread over parallel shards, or the one -sim.seed with its trace.
 func TestSimulate(t *testing.T) {
-	sum := &simSummary{known: map[string][]uint64{}, byInv: map[string][]uint64{}}
+	sum := &simSummary{byInv: map[string][]uint64{}}
 	start := time.Now()
 	if *simSeed != 0 {
 		sum.runSeed(t, *simSeed, true)
@@ -518,7 +542,7 @@ func TestSimulate(t *testing.T) {
 	if n == 0 {
 		n = 20000
 		if testing.Short() {
-			n = 3000
+			n = 1500 // about 40 s under -race on a busy 2-core machine
 		}
 	}
 	shards := max(min(runtime.GOMAXPROCS(0), 4), 1)
@@ -538,42 +562,27 @@ func TestSimulate(t *testing.T) {
 // simSummary gathers what the shards found.
 type simSummary struct {
 	mu     sync.Mutex
-	known  map[string][]uint64 // known defect -> seeds
 	byInv  map[string][]uint64 // failing invariant -> seeds
 	failed int
 }
 
-// runSeed plays seed in a bubble of its own and reports its violations:
-// those of known defects are counted, the others fail t (the first
-// three with their trace).
+// runSeed plays seed in a bubble of its own; any violation fails t, the
+// first three seeds' with their trace.
 func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 	run := newRun(seed)
 	synctest.Test(t, func(t *testing.T) { run.play() })
-	var real []violation
 	sum.mu.Lock()
 	defer sum.mu.Unlock()
 	for _, v := range run.violations {
-		if _, ok := knownDefects[v.defect]; ok && !*simStrict {
-			sum.known[v.defect] = append(sum.known[v.defect], seed)
-			continue
-		}
-		real = append(real, v)
-		name := v.inv
-		switch _, ok := knownDefects[v.defect]; {
-		case ok:
-			name += " (known defect " + v.defect + ", -sim.strict)"
-		case v.defect != "":
-			name += " (" + v.defect + ", no longer in knownDefects)"
-		}
-		sum.byInv[name] = append(sum.byInv[name], seed)
+		sum.byInv[v.inv] = append(sum.byInv[v.inv], seed)
 	}
 	if verbose {
-		t.Log(run.report(run.violations))
+		t.Log(run.report(run.violations, true))
 	}
-	if len(real) > 0 {
+	if len(run.violations) > 0 {
 		sum.failed++
 		if sum.failed <= 3 && !verbose {
-			t.Error(run.report(real))
+			t.Error(run.report(run.violations, false))
 		} else {
 			t.Fail()
 		}
@@ -583,22 +592,16 @@ func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 func (sum *simSummary) log(t *testing.T, n int, first uint64, el time.Duration) {
 	t.Logf("simulator: %d seeds from %d in %v (%.0f seeds/s), %d failed", n, first, el.Round(time.Millisecond),
 		float64(n)/el.Seconds(), sum.failed)
-	for _, m := range []map[string][]uint64{sum.known, sum.byInv} {
-		names := make([]string, 0, len(m))
-		for d := range m {
-			names = append(names, d)
-		}
-		sort.Strings(names)
-		for _, d := range names {
-			seeds := append([]uint64(nil), m[d]...)
-			sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
-			seeds = uniq(seeds)
-			if _, ok := sum.known[d]; ok {
-				t.Logf("known defect %s (%s): %d seeds, e.g. %v", d, knownDefects[d], len(seeds), seeds[:min(len(seeds), 6)])
-			} else {
-				t.Logf("failing invariant %s: %d seeds, e.g. %v", d, len(seeds), seeds[:min(len(seeds), 6)])
-			}
-		}
+	names := make([]string, 0, len(sum.byInv))
+	for d := range sum.byInv {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		seeds := append([]uint64(nil), sum.byInv[d]...)
+		sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
+		seeds = uniq(seeds)
+		t.Logf("failing invariant %s: %d seeds, e.g. %v", d, len(seeds), seeds[:min(len(seeds), 6)])
 	}
 	if sum.failed > 3 {
 		t.Errorf("simulator: %d seeds failed; the first 3 are shown", sum.failed)

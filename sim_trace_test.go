@@ -13,8 +13,10 @@ import (
 const maxTraceLines = 400
 
 // report is a failing run made readable: the seed and how to replay it,
-// what was drawn, the violations, and the trace in virtual time.
-func (run *simRun) report(vs []violation) string {
+// what was drawn, the violations, and the trace in virtual time: whole
+// when full (a replay), else beyond maxTraceLines only the lines of the
+// requests the violations name.
+func (run *simRun) report(vs []violation, full bool) string {
 	var b strings.Builder
 	cfg := run.cfg
 	fmt.Fprintf(&b, "\nsimulator seed %d (%s): %d violation(s)\n", run.seed, cfg.scenario, len(vs))
@@ -26,6 +28,9 @@ func (run *simRun) report(vs []violation) string {
 			b.WriteString(" +RetryIf(errors, 502, 503)")
 		}
 		b.WriteString("\n")
+	}
+	if cfg.viaJSON {
+		b.WriteString("the transports run these policies as ParseConfig reads them back\n")
 	}
 	if cfg.nested {
 		j, _ := json.Marshal(cfg.inner)
@@ -68,15 +73,11 @@ func (run *simRun) report(vs []violation) string {
 	})
 	named := map[int]bool{}
 	for _, v := range vs {
-		d := ""
-		if v.defect != "" {
-			d = " [known defect " + v.defect + "]"
-		}
-		fmt.Fprintf(&b, "VIOLATION %s (request %d)%s: %s\n", v.inv, v.req, d, v.msg)
+		fmt.Fprintf(&b, "VIOLATION %s (request %d): %s\n", v.inv, v.req, v.msg)
 		named[v.req] = true
 	}
 	lines := run.trace
-	if len(lines) > maxTraceLines {
+	if len(lines) > maxTraceLines && !full {
 		var kept []traceLine
 		for _, l := range lines {
 			if named[l.req] || named[-1] && len(kept) < maxTraceLines {
