@@ -92,7 +92,7 @@ func TestParseConfigErrors(t *testing.T) {
 			want: []string{
 				`retries: unknown field; want default or hosts`,
 				`default.perTryTimeout: "fast": want a duration such as "250ms"`,
-				`default.budget.windw: unknown field`,
+				`default.budget.windw: unknown field (did you mean window?)`,
 				`default.maxRetries: 20 is outside 0..16`,
 				`default.budget.percent: -5 is outside 0..1000`,
 				`hosts["api.example.com"].backoff: "exponential(2s, 1s)": max is below the initial wait`,

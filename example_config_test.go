@@ -35,7 +35,7 @@ func ExampleParseConfig() {
 	// Output:
 	// 2 2s exponentialJitter(50ms, 1s) [429 502 503 504]
 	// 2 2s true 10 10
-	// httpretry: config: default.perTryTimeout: "2 s": want a duration such as "250ms"; default.maxRetries: 20 is outside 0..16; hosts["api.example.com"].backof: unknown field
+	// httpretry: config: default.perTryTimeout: "2 s": want a duration such as "250ms"; default.maxRetries: 20 is outside 0..16; hosts["api.example.com"].backof: unknown field (did you mean backoff?)
 }
 
 func ExampleConfig_Options() {

@@ -154,13 +154,64 @@ func (d *decoder) object(data []byte, path string, fields []jsonField) (named []
 			i++
 		}
 		if i == len(fields) {
-			d.addf(at, "unknown field")
+			if near := nearestName(m.name, fields); near != "" {
+				d.addf(at, "unknown field (did you mean %s?)", near)
+			} else {
+				d.addf(at, "unknown field")
+			}
 			continue
 		}
 		d.value(m.value, at, fields[i].ptr)
 		named = append(named, m.name)
 	}
 	return named
+}
+
+// nearestName is the name in fields closest to name, when one is close
+// enough to be the name meant: at most one edit (a letter added, dropped,
+// changed, or two swapped) for every four letters of it, ignoring case. It
+// is "" when none is, so that a wrong guess is never offered.
+func nearestName(name string, fields []jsonField) string {
+	best, bestDist := "", -1
+	for _, f := range fields {
+		limit := max(1, len(f.name)/4)
+		if len(name) > len(f.name)+limit || len(name) < len(f.name)-limit {
+			continue // too far apart already, and a long name costs nothing
+		}
+		dist := editDistance(strings.ToLower(name), strings.ToLower(f.name))
+		if dist <= limit && (bestDist < 0 || dist < bestDist) {
+			best, bestDist = f.name, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b,
+// in bytes: insertions, deletions, substitutions and swaps of neighbours,
+// the usual slips of a hand typing a field name.
+func editDistance(a, b string) int {
+	// Three rows of the classic table: the swap looks two rows back.
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // value decodes one JSON value into the field ptr points to. A value that

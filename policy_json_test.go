@@ -171,7 +171,7 @@ func TestPolicyUnmarshalErrors(t *testing.T) {
 	tests := []struct {
 		name, json, want string
 	}{
-		{"unknown", `{"maxretries": 1}`, `maxretries: unknown field`},
+		{"unknown", `{"maxretries": 1}`, `maxretries: unknown field (did you mean maxRetries?)`},
 		{"type", `{"maxRetries": "3"}`, `maxRetries: "3": want an integer`},
 		{"float", `{"maxRetries": 1.5}`, `maxRetries: 1.5: want an integer`},
 		{"bool", `{"autoIdempotencyKey": "yes"}`, `autoIdempotencyKey: "yes": want true or false`},
@@ -191,7 +191,7 @@ func TestPolicyUnmarshalErrors(t *testing.T) {
 		{"long excerpt", `{"idempotencyHeader": ["x` + strings.Repeat("é", 30) + `"]}`,
 			`idempotencyHeader: ["x` + strings.Repeat("é", 18) + `…: want a string`},
 		{"many", `{"maxRetries": "x", "backof": "none", "budget": {"window": 10}}`,
-			`maxRetries: "x": want an integer; backof: unknown field; budget.window: 10: want a duration such as "250ms"`},
+			`maxRetries: "x": want an integer; backof: unknown field (did you mean backoff?); budget.window: 10: want a duration such as "250ms"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,4 +276,55 @@ func TestDemoteJSON(t *testing.T) {
 	assert.Equal(t, Demote{After: -1}, d, "-1 turns it off")
 	assert.EqualError(t, json.Unmarshal([]byte(`{"after": 2, "for": "soon"}`), &d), `httpretry: demote: for: "soon": want a duration such as "250ms"`)
 	assert.Equal(t, Demote{After: -1}, d, "unchanged on error")
+}
+
+func TestUnknownFieldSuggestsTheNearestName(t *testing.T) {
+	tests := []struct {
+		name, json, want string
+	}{
+		{"swapped letters", `{"default": {"maxRetires": 2}}`,
+			`default.maxRetires: unknown field (did you mean maxRetries?)`},
+		{"case", `{"default": {"PerTryTimeout": "1s"}}`,
+			`default.PerTryTimeout: unknown field (did you mean perTryTimeout?)`},
+		{"letter dropped, nested", `{"default": {"hedge": {"quantle": 0.9}}}`,
+			`default.hedge.quantle: unknown field (did you mean quantile?)`},
+		{"letter added, in a host", `{"hosts": {"a.example": {"demote": {"afterr": 3}}}}`,
+			`hosts["a.example"].demote.afterr: unknown field (did you mean after?)`},
+		{"letter changed", `{"default": {"budget": {"minRetriex": 3}}}`,
+			`default.budget.minRetriex: unknown field (did you mean minRetries?)`},
+		{"two edits in a long name", `{"default": {"autoIdempotncyKy": true}}`,
+			`default.autoIdempotncyKy: unknown field (did you mean autoIdempotencyKey?)`},
+		{"too far", `{"default": {"budget": {"percentage": 5}}}`,
+			`default.budget.percentage: unknown field`},
+		{"short names need an exact length", `{"default": {"hedge": {"min": 1}}}`,
+			`default.hedge.min: unknown field`},
+		{"nothing alike", `{"default": {"timeout": "1s"}}`, `default.timeout: unknown field`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.json))
+			require.Error(t, err)
+			assert.Equal(t, "httpretry: config: "+tt.want, err.Error())
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "max", 3},
+		{"max", "max", 0},
+		{"maxRetires", "maxRetries", 1}, // a swap is one edit
+		{"windw", "window", 1},
+		{"window", "windw", 1},
+		{"min", "max", 2},
+		{"ca", "abc", 3}, // optimal string alignment, not Damerau's unrestricted form
+		{"percentage", "percent", 3},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
+	}
 }

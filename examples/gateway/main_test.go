@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -350,6 +351,41 @@ func TestReloadKeepsBudgets(t *testing.T) {
 	assert.Equal(t, 4, s.Requests)
 	assert.Equal(t, 5, s.Retries)
 	assert.Len(t, tg.logs.with("config loaded"), 2)
+}
+
+// TestReloadsShareConnections: ten reloads, each followed by a request,
+// open one connection to the upstream in all, since every configuration
+// sends through the gateway's one base transport. A transport built over
+// a base of its own on each reload would leave a pool behind each time.
+func TestReloadsShareConnections(t *testing.T) {
+	var dials atomic.Int64
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	const config = `{
+		"routes": [{"prefix": "/", "upstream": %q}],
+		"retry": {"default": {"maxRetries": %d}}
+	}`
+	tg := startGateway(t, config, up.URL, 0)
+	for i := range 10 {
+		writeConfig(t, tg.path, config, up.URL, 1+i%3)
+		require.NoError(t, tg.Reload())
+		// Sequential requests, each body read to its end by the proxy
+		// before the client sees it: the connection is idle again when
+		// the next request starts.
+		status, body := tg.get(t, "/x")
+		require.Equal(t, 200, status)
+		require.Equal(t, "ok", body)
+	}
+	assert.Len(t, tg.logs.with("config loaded"), 11)
+	assert.Equal(t, int64(1), dials.Load(), "connections to the upstream across 10 reloads")
 }
 
 // TestReloadFailureKeepsConfig: a file that does not parse is refused with

@@ -1,0 +1,5 @@
+//go:build !race
+
+package recipes
+
+const raceEnabled = false
