@@ -69,6 +69,18 @@ func TestAdmitAtFixedInstants(t *testing.T) {
 	}
 }
 
+// A jittered wait cut to what is left of the wait budget already meets a
+// Retry-After asking exactly that: it is waited as it is, not spread past
+// the budget as a longer Retry-After would be.
+func TestAdmitARetryAfterTheWaitAlreadyMeets(t *testing.T) {
+	jittered := resolvePolicy(Policy{MaxRetries: 3, Backoff: ExponentialJitter(10*time.Second, time.Minute)})
+	c := &call{p: jittered, maxRetries: 3, waitLeft: ms(300), rng: rand.New(rand.NewPCG(1, 2))}
+	require.GreaterOrEqual(t, jittered.backoff.Delay(1, rand.New(rand.NewPCG(1, 2))), ms(300), "the draw the wait budget cuts")
+	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0, false)
+	assert.Equal(t, Reason(0), reason)
+	assert.Equal(t, ms(300), wait)
+}
+
 func TestPayChargesTheBudgetAndSpendsTheWaitBudget(t *testing.T) {
 	b := &Budget{}
 	b.params.Store(newBudgetParams(BudgetConfig{MinRetries: 1}))

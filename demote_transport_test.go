@@ -973,3 +973,21 @@ func TestDemoteProbeReleasedOnPanic(t *testing.T) {
 		})
 	}
 }
+
+// With demotion off and budgets disabled, a request with fallbacks keeps no
+// state of its origin: Budgets holds no entry for it, as a host with no
+// fallback would not get one.
+func TestDemotionOffKeepsNoStateOfTheOrigin(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+	})
+	bs := NewBudgets()
+	rt := New(base, WithPolicy(demotePolicy(Demote{After: -1})), WithBudgets(bs))
+	req, _ := http.NewRequest(http.MethodGet, "http://a.test/x", nil)
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", readAll(t, resp))
+	var hosts []string
+	bs.Range(func(host string, _ BudgetStats) bool { hosts = append(hosts, host); return true })
+	assert.Empty(t, hosts)
+}

@@ -123,6 +123,23 @@ func TestHedgesCountAgainstMaxRetries(t *testing.T) {
 	})
 }
 
+// A request with no resends allowed (MaxRetries 0 for it) is not hedged,
+// its time bounds kept: one attempt, and no copy told of, sent or refused.
+func TestARequestWithoutResendsIsNotHedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ctxs contexts
+		base := &concurrentScripted{answer: slowThenFast(&ctxs, map[int]time.Duration{1: time.Second}, 200)}
+		p := hedgePolicy(ms(20), 1, 3)
+		p.PerTryTimeout = time.Minute
+		var rec recorder
+		resp, err := get(t, New(base, WithPolicy(p), WithObserver(rec.observe)), WithMaxRetries(context.Background(), 0))
+		require.NoError(t, err)
+		assert.Equal(t, "slow 1", readAll(t, resp))
+		assert.EqualValues(t, 1, base.n.Load())
+		assert.Empty(t, rec.all())
+	})
+}
+
 func TestHedgeRefusedByTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ctxs contexts

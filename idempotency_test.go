@@ -183,3 +183,40 @@ func TestNewIdempotencyKey(t *testing.T) {
 	}
 	assert.NotEqual(t, newIdempotencyKey(), newIdempotencyKey())
 }
+
+// An auto-keyed POST is sent with every header its caller set, the key
+// added beside them, on every attempt: the key must not cost the request
+// its Content-Type or its authorization.
+func TestAutoKeyedPostKeepsItsHeaders(t *testing.T) {
+	var sent []http.Header
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		sent = append(sent, r.Header.Clone())
+		code := http.StatusOK
+		if len(sent) == 1 {
+			code = http.StatusServiceUnavailable
+		}
+		return fakeResponse(r, code, nil, ""), nil
+	})
+	p := fastPolicy(2)
+	p.AutoIdempotencyKey = true
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/pay", strings.NewReader("pay"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer t")
+	resp, err := New(base, WithPolicy(p)).RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Len(t, sent, 2)
+	key := sent[0].Get("Idempotency-Key")
+	require.Regexp(t, uuidV4, key)
+	want := http.Header{
+		"Content-Type":    {"application/json"},
+		"Authorization":   {"Bearer t"},
+		"Idempotency-Key": {key},
+	}
+	assert.Equal(t, []http.Header{want, want}, sent)
+	assert.Equal(t, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer t"}},
+		req.Header, "the caller's header is not modified")
+}

@@ -618,6 +618,11 @@ func TestHappyPathDoesNotAllocate(t *testing.T) {
 	hedged := New(rt.base, WithPolicy(hedging))
 	hedged.RoundTrip(post)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { hedged.RoundTrip(post) }), "unkeyed POST under a hedging policy")
+	keying := DefaultPolicy()
+	keying.AutoIdempotencyKey = true // keys POST and PATCH only: a GET needs no header of its own
+	keyed := New(rt.base, WithPolicy(keying))
+	keyed.RoundTrip(req)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { keyed.RoundTrip(req) }), "GET under an auto-keying policy")
 	rt = New(rt.base, WithPolicy(withFallbacks(DefaultPolicy(), "http://standby.example.com")))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { rt.RoundTrip(req) }), "GET with a fallback")
 }

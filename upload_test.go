@@ -104,17 +104,21 @@ func TestResendTakesTheBodyFromADiscardedUpload(t *testing.T) {
 			})
 			p := fastPolicy(3)
 			p.MaxReplayBytes = 2048
+			p.Budget = BudgetConfig{MinRetries: 2}
+			bs := NewBudgets()
 			var rec recorder
 			body := &patternBody{n: tc.size}
 			req, _ := http.NewRequest(http.MethodPut, "http://api.example.com/up", body)
 			req.ContentLength = -1
-			resp, err := New(base, WithPolicy(p), WithObserver(rec.observe)).RoundTrip(req)
+			resp, err := New(base, WithPolicy(p), WithObserver(rec.observe), WithBudgets(bs)).RoundTrip(req)
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantStatus, resp.StatusCode)
 			readAll(t, resp)
 			<-zombie
 			assert.Equal(t, tc.wantCalls, calls.Load())
 			assert.Equal(t, tc.wantReason, rec.giveUp(t))
+			st := bs.For("api.example.com", p.Budget).Stats()
+			assert.Equal(t, int(tc.wantCalls-1), st.Retries, "the resend sent is charged; one without its body is not")
 			if tc.wantCalls == 2 {
 				assert.ErrorIs(t, zombieErr, errBodyRevoked, "the stale upload was stopped")
 				require.NoError(t, resentErr)

@@ -455,3 +455,28 @@ func TestACancelDuringTheWaitRefundsTheBudget(t *testing.T) {
 		assert.Equal(t, 2, st.Credit)
 	})
 }
+
+// A caller who cancels while a resend with no wait is announced gets no
+// resend: the context is looked at even when there is nothing to wait.
+// Repeated, since a wait of zero must not be a race between a timer and
+// the context.
+func TestACancelBeforeAResendWithoutWaitSendsNothingMore(t *testing.T) {
+	for range 20 {
+		base := newScripted(statusThenOK(503, nil, 5))
+		ctx, cancel := context.WithCancel(context.Background())
+		var rec recorder
+		observe := func(e Event) {
+			rec.observe(e)
+			if e.Kind == EventRetry {
+				cancel()
+			}
+		}
+		resp, err := get(t, New(base, WithPolicy(fastPolicy(3)), WithObserver(observe)), ctx)
+		cancel()
+		require.Nil(t, resp)
+		require.ErrorIs(t, err, context.Canceled)
+		require.EqualValues(t, 1, base.n.Load(), "no attempt after the cancel")
+		require.Equal(t, []EventKind{EventRetry, EventGiveUp}, rec.kinds())
+		require.Equal(t, ReasonCanceled, rec.giveUp(t))
+	}
+}
