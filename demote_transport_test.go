@@ -991,3 +991,47 @@ func TestDemotionOffKeepsNoStateOfTheOrigin(t *testing.T) {
 	bs.Range(func(host string, _ BudgetStats) bool { hosts = append(hosts, host); return true })
 	assert.Empty(t, hosts)
 }
+
+// A 429 that comes back on the fast path, while another request demoted
+// its origin, restores nothing: the origin is alive but asks for less.
+// Any other answer there restores it.
+func TestAFastPathAnswerToADemotedOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		code     int
+		restored bool
+	}{{http.StatusTooManyRequests, false}, {http.StatusOK, true}} {
+		t.Run(http.StatusText(tc.code), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := demotePolicy(Demote{After: 1, For: time.Hour})
+				p.RetryOn = []int{http.StatusServiceUnavailable} // a 429 is an answer
+				bs := NewBudgets()
+				var rt http.RoundTripper
+				base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					switch {
+					case r.URL.Host != "a.test":
+						return fakeResponse(r, http.StatusOK, nil, "ok"), nil
+					case r.Header.Get("X-Other") != "":
+						return fakeResponse(r, http.StatusServiceUnavailable, nil, "busy"), nil
+					}
+					// While this request's attempt is in flight, another
+					// request's failure demotes a.test.
+					other, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+					other.Header.Set("X-Other", "1")
+					resp, err := rt.RoundTrip(other)
+					require.NoError(t, err)
+					resp.Body.Close()
+					require.Positive(t, bs.For("a.test", p.Budget).Stats().DemotedFor)
+					return fakeResponse(r, tc.code, nil, "answer"), nil
+				})
+				rt = New(base, WithPolicy(p), WithBudgets(bs))
+				req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
+				resp, err := rt.RoundTrip(req)
+				require.NoError(t, err)
+				assert.Equal(t, tc.code, resp.StatusCode)
+				resp.Body.Close()
+				demoted := bs.For("a.test", p.Budget).Stats().DemotedFor > 0
+				assert.Equal(t, !tc.restored, demoted)
+			})
+		})
+	}
+}
