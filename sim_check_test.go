@@ -478,6 +478,7 @@ func (run *simRun) checkEnd() {
 			}
 		}
 		run.checkResumeRequests(sr)
+		run.checkCloseEndsRead(sr)
 	}
 	run.checkScenario()
 }
@@ -494,6 +495,23 @@ func (run *simRun) checkPlainBody(sr *simReq, b *simBody) {
 		sr.readEOF && cut && sr.bodyPanic == nil {
 		run.violate(sr, "response-body", "the caller read %d bytes (EOF %v, %v) of body %d: %d bytes, cut at %d",
 			len(sr.respData), sr.readEOF, sr.respErr, b.id, len(b.data), b.cutAt)
+	}
+}
+
+// checkCloseEndsRead: a Close from another goroutine ends a Read in
+// progress at once, whatever it waits for (a stalled body, a resume
+// request, a Retry-After), but for an observer's sleep.
+func (run *simRun) checkCloseEndsRead(sr *simReq) {
+	if !sr.closedAside || !sr.plan.readResp || sr.readEnd.Before(sr.closedAt) {
+		return
+	}
+	var slack time.Duration
+	if run.cfg.sleepOn != nil {
+		slack = run.cfg.sleepFor
+	}
+	if sr.readEnd.After(sr.closedAt.Add(slack)) {
+		run.violate(sr, "close-ends-read", "the body was closed at %v, the Read went on until %v",
+			sr.closedAt.Sub(sr.start), sr.readEnd.Sub(sr.start))
 	}
 }
 
@@ -533,7 +551,7 @@ func resumeMax(rs httpretry.Resume) int {
 // of sr: its context ended, it closed the body from another goroutine, or
 // an observer panicked in its Read.
 func (sr *simReq) callersDoing() bool {
-	return sr.ctx.Err() != nil || sr.closedAside || sr.bodyPanic != nil
+	return sr.ctxEnded || sr.closedAside || sr.bodyPanic != nil
 }
 
 // tallyResumed counts what became of a resumable body sr's caller read.

@@ -76,6 +76,9 @@ type reqPlan struct {
 	readMax    int
 	closeAfter int
 	closeAt    time.Duration
+	// closeOnResume, when not negative, is how long after the first
+	// EventResume the caller closes the body from another goroutine.
+	closeOnResume time.Duration
 }
 
 // originURLs are the run's upstreams; https ones make a request to them
@@ -280,7 +283,7 @@ var methods = []string{"GET", "GET", "GET", "HEAD", "PUT", "DELETE", "POST", "PO
 func drawRequest(r *rand.Rand, pol httpretry.Policy) reqPlan {
 	maxReplay := pol.MaxReplayBytes
 	q := reqPlan{method: methods[r.IntN(len(methods))], origin: pick(r, 0, 0, 0, 2, 2, 1, 3), path: "/p",
-		closeAfter: -1, readMax: 512}
+		closeAfter: -1, readMax: 512, closeOnResume: -1}
 	if r.IntN(3) == 0 {
 		q.path = "/p?q=1"
 	}
@@ -344,8 +347,11 @@ func drawObject(r *rand.Rand, q *reqPlan, least int) {
 	if r.IntN(10) == 0 {
 		q.closeAfter = r.IntN(q.objSize + 1)
 	}
-	if r.IntN(8) == 0 {
+	switch r.IntN(12) {
+	case 0, 1:
 		q.closeAt = time.Duration(1+r.IntN(2000))*time.Millisecond + 71*time.Microsecond
+	case 2:
+		q.closeOnResume = pick(r, 0, time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
 	}
 	if r.IntN(8) == 0 {
 		// A cancel late enough to fall in the body, as often as not.

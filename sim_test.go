@@ -127,6 +127,11 @@ type simReq struct {
 	closedEarly bool // the caller closed the body before its end
 	closedAside bool // the caller closed it from another goroutine while reading
 	bodyPanic   any  // a Read panicked (an observer's panic)
+	ctxEnded    bool // the caller's context had ended when reading stopped
+	closedAt    time.Time
+	readEnd     time.Time
+	closeAside  func() // closes the body from another goroutine; nil before the body is read
+	asideArmed  bool   // closeOnResume's timer is set
 }
 
 func (sr *simReq) id() int {
@@ -315,6 +320,16 @@ func (run *simRun) record(e httpretry.Event) {
 	// readBody's: what it has read is what was delivered.
 	if returned && (e.Kind == httpretry.EventResume || e.Kind == httpretry.EventGiveUp) && e.Offset != delivered {
 		run.violate(sr, "resume-offset", "%s event with Offset %d, %d bytes delivered", e.Kind, e.Offset, delivered)
+	}
+	if d := sr.plan.closeOnResume; returned && e.Kind == httpretry.EventResume && d >= 0 {
+		// Close while the resume is waited for or in flight.
+		run.mu.Lock()
+		aside, armed := sr.closeAside, sr.asideArmed
+		sr.asideArmed = true
+		run.mu.Unlock()
+		if aside != nil && !armed {
+			time.AfterFunc(d, aside)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "event %s attempt %d origin %s", e.Kind, e.Attempt, e.Origin)
@@ -513,24 +528,37 @@ func (run *simRun) readBody(sr *simReq, body io.ReadCloser) {
 	var once sync.Once
 	closeBody := func() { once.Do(func() { body.Close() }) }
 	defer closeBody()
-	if q.closeAt > 0 {
-		t := time.AfterFunc(q.closeAt, func() {
-			run.mu.Lock()
-			sr.closedAside = true
-			run.mu.Unlock()
-			run.logf(sr, "the caller closes the body from another goroutine")
-			closeBody()
-		})
-		defer t.Stop()
-	}
 	if !q.readResp {
 		return
+	}
+	// A Close from another goroutine while the caller still reads.
+	aside := func() {
+		run.mu.Lock()
+		if !sr.readEnd.IsZero() || sr.closedAside {
+			run.mu.Unlock()
+			return
+		}
+		sr.closedAside, sr.closedAt = true, time.Now()
+		run.mu.Unlock()
+		run.logf(sr, "the caller closes the body from another goroutine")
+		closeBody()
+	}
+	run.mu.Lock()
+	sr.closeAside = aside
+	run.mu.Unlock()
+	if q.closeAt > 0 {
+		t := time.AfterFunc(q.closeAt, aside)
+		defer t.Stop()
 	}
 	defer func() {
 		if v := recover(); v != nil {
 			sr.bodyPanic = v
 			run.logf(sr, "read panicked: %v", v)
 		}
+		sr.ctxEnded = sr.ctx.Err() != nil
+		run.mu.Lock()
+		sr.readEnd = time.Now()
+		run.mu.Unlock()
 	}()
 	r := rand.New(rand.NewPCG(run.seed, uint64(sr.idx)))
 	buf := make([]byte, q.readMax)
