@@ -305,6 +305,7 @@ type simBody struct {
 	ver    int
 	cutErr error
 	stall  bool
+	joined bool // the Read of the last bytes before the cut returns its error too
 	ctx    context.Context
 	closed chan struct{}
 	// closedInRead: a Close ended a Read stalled in it (see
@@ -332,38 +333,47 @@ func (b *simBody) Read(p []byte) (int, error) {
 			b.mu.Unlock()
 			return 0, io.EOF
 		}
-		if b.stall {
-			b.noteBreak(errSimStall)
-			closed, ctx := b.closed, b.ctx
-			b.mu.Unlock()
-			var err error
-			select {
-			case <-closed:
-				err = errSimClosed
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
-			b.mu.Lock()
-			b.closedInRead = b.closes > 0
-			b.mu.Unlock()
-			return 0, err
-		}
-		err := b.cutErr
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		if err == io.EOF {
-			b.noteBreak(io.ErrUnexpectedEOF) // before the declared length
-		} else {
-			b.noteBreak(err)
-		}
-		b.mu.Unlock()
-		return 0, err
+		return b.broken(0)
 	}
 	n := copy(p, b.data[b.pos:end])
 	b.pos += n
+	if b.pos == end && b.joined && !b.stall && b.cutAt >= 0 && !(b.cutErr == io.EOF && b.cutAt == len(b.data)) {
+		return b.broken(n) // the last bytes and the break in one Read
+	}
 	b.mu.Unlock()
 	return n, nil
+}
+
+// broken is a Read that has reached the cut, after n bytes; b.mu is held,
+// and released.
+func (b *simBody) broken(n int) (int, error) {
+	if b.stall {
+		b.noteBreak(errSimStall)
+		closed, ctx := b.closed, b.ctx
+		b.mu.Unlock()
+		var err error
+		select {
+		case <-closed:
+			err = errSimClosed
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		b.mu.Lock()
+		b.closedInRead = b.closes > 0
+		b.mu.Unlock()
+		return 0, err
+	}
+	err := b.cutErr
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == io.EOF {
+		b.noteBreak(io.ErrUnexpectedEOF) // before the declared length
+	} else {
+		b.noteBreak(err)
+	}
+	b.mu.Unlock()
+	return n, err
 }
 
 // noteBreak records err as the latest break of the body its request's
@@ -372,6 +382,7 @@ func (b *simBody) Read(p []byte) (int, error) {
 func (b *simBody) noteBreak(err error) {
 	if sr := b.att.req; b.obj != nil && sr != nil && (b.att.resume || sr.respBody == b.id) {
 		sr.breaks = append(sr.breaks, err)
+		sr.earlyEOF = b.cutErr == io.EOF && !b.stall
 	}
 }
 
@@ -636,6 +647,7 @@ func drawCut(rng *rand.Rand, o *simOrigin, b *simBody, force bool) {
 		return
 	}
 	b.cutAt = rng.IntN(len(b.data) + 1)
+	b.joined = rng.IntN(2) == 0
 	switch rng.IntN(4) {
 	case 0:
 		b.cutErr = io.ErrUnexpectedEOF
