@@ -45,7 +45,16 @@ import (
 // upload still going on, bodies cut mid-stream. Requests
 // come from several goroutines: GET, HEAD, PUT, DELETE, keyed and unkeyed
 // POST and PATCH, bodies with and without GetBody around MaxReplayBytes,
-// callers that cancel. Three liveness scenarios run on fixed seeds
+// callers that cancel. Resumable bodies (point 21): Resume zero, Max
+// 1-3 or off, with or without Idle, MinBytes small or the default; GETs
+// of objects around MinBytes with a strong, weak, date-only or no
+// validator, gzip, Accept-Ranges: none or no length; bodies cut at any
+// offset by an unexpected EOF, a reset, an early EOF or a stall, the last
+// bytes with the break or before it; resume requests answered exactly,
+// with Range ignored, a wrong Content-Range, 416, the object replaced,
+// 503 or a transport error; callers that read to the end with Reads of
+// any size, close early, close from another goroutine (also just after
+// an EventResume) or cancel. Three liveness scenarios run on fixed seeds
 // (sim_scenario_test.go): hedging beside a fallback over five budget
 // windows, a primary that black-holes once its hedge delay is learned,
 // and a demoted primary that comes back.
