@@ -66,6 +66,19 @@ type reqPlan struct {
 	timeout      time.Duration // the caller's context deadline, always set
 	readResp     bool          // read the response body before closing it
 	gapBefore    time.Duration // the client's pause before sending it
+	// A GET of an object (path /obj): its size, and how its validator and
+	// coding are served (objKind). The caller reads at most readMax bytes
+	// a Read, closes the body after closeAfter bytes (-1: never) or, from
+	// another goroutine, closeAt after RoundTrip returned (0: never).
+	object     bool
+	objSize    int
+	objKind    objKind
+	readMax    int
+	closeAfter int
+	closeAt    time.Duration
+	// closeOnResume, when not negative, is how long after the first
+	// EventResume the caller closes the body from another goroutine.
+	closeOnResume time.Duration
 }
 
 // originURLs are the run's upstreams; https ones make a request to them
@@ -90,6 +103,25 @@ var profiles = []map[behaviour]int{
 	{bEarly503: 3, bOK: 1},
 }
 
+// resumeProfiles are the mixes an origin draws its answers to resume
+// requests from.
+var resumeProfiles = []map[resumeBeh]int{
+	{rHonour: 1},
+	{rHonour: 6, rIgnore: 2, rWrongRange: 1, r416: 1, rReplace: 1, rReplace206: 1, r503: 2, rRefuse: 1,
+		rReset: 1, rBlackHole: 1},
+	{rIgnore: 1},
+	{rHonour: 2, r503: 3, rReset: 1},
+	{rReplace: 1, rHonour: 1},
+	{rWrongRange: 1, r416: 1, rHonour: 2},
+}
+
+func weights8(m map[resumeBeh]int) (w [numResumeBehs]int) {
+	for b, n := range m {
+		w[b] = n
+	}
+	return w
+}
+
 func weights(m map[behaviour]int) (w [numBehaviours]int) {
 	for b, n := range m {
 		w[b] = n
@@ -111,6 +143,8 @@ func drawOrigins(r *rand.Rand) []*simOrigin {
 		for k := r.IntN(4); k > 0; k-- {
 			o.raKinds = append(o.raKinds, raForms[r.IntN(len(raForms))])
 		}
+		o.cutPct = pick(r, 0, 20, 50, 50, 80)
+		o.resumes = weights8(resumeProfiles[r.IntN(len(resumeProfiles))])
 		os = append(os, o)
 	}
 	return os
@@ -204,7 +238,36 @@ func drawPolicy(r *rand.Rand, budget httpretry.BudgetConfig) httpretry.Policy {
 	if r.IntN(6) == 0 {
 		p.RetryIf = simRetryIf
 	}
+	p.Resume = drawResume(r)
 	return p
+}
+
+// drawResume draws Policy.Resume: zero (DefaultPolicy's Max 3), Max 1-3,
+// or off (a negative Max); with or without Idle; MinBytes the default
+// (64 KiB) or smaller, so that most objects stay small.
+func drawResume(r *rand.Rand) httpretry.Resume {
+	var rs httpretry.Resume
+	switch r.IntN(6) {
+	case 0:
+		return rs
+	case 1:
+		rs.Max = pick(r, -1, -3)
+	default:
+		rs.Max = 1 + r.IntN(3)
+	}
+	if r.IntN(3) == 0 {
+		rs.Idle = pick(r, 50*time.Millisecond, 300*time.Millisecond)
+	}
+	rs.MinBytes = pick[int64](r, 0, 1, 1000, 1000, 4096, 4096, 20000)
+	return rs
+}
+
+// minBytes is the shortest body rs resumes.
+func minBytes(rs httpretry.Resume) int {
+	if rs.MinBytes == 0 {
+		return 64 << 10
+	}
+	return int(rs.MinBytes)
 }
 
 // simRetryIf retries every error and the statuses 502 and 503 only.
@@ -217,8 +280,10 @@ func simRetryIf(resp *http.Response, err error) bool {
 
 var methods = []string{"GET", "GET", "GET", "HEAD", "PUT", "DELETE", "POST", "POST", "PATCH"}
 
-func drawRequest(r *rand.Rand, maxReplay int64) reqPlan {
-	q := reqPlan{method: methods[r.IntN(len(methods))], origin: pick(r, 0, 0, 0, 2, 2, 1, 3), path: "/p"}
+func drawRequest(r *rand.Rand, pol httpretry.Policy) reqPlan {
+	maxReplay := pol.MaxReplayBytes
+	q := reqPlan{method: methods[r.IntN(len(methods))], origin: pick(r, 0, 0, 0, 2, 2, 1, 3), path: "/p",
+		closeAfter: -1, readMax: 512, closeOnResume: -1}
 	if r.IntN(3) == 0 {
 		q.path = "/p?q=1"
 	}
@@ -261,7 +326,37 @@ func drawRequest(r *rand.Rand, maxReplay int64) reqPlan {
 	if r.IntN(2) == 0 {
 		q.gapBefore = time.Duration(r.IntN(50)) * time.Millisecond
 	}
+	if q.method == "GET" && r.IntN(3) != 0 {
+		drawObject(r, &q, minBytes(pol.Resume))
+	}
 	return q
+}
+
+// drawObject makes q a GET of an object of a size around least, the
+// shortest body the policy resumes, read to its end by most callers.
+func drawObject(r *rand.Rand, q *reqPlan, least int) {
+	q.object, q.path = true, "/obj"
+	if r.IntN(3) == 0 {
+		q.path = "/obj?q=1"
+	}
+	q.objSize = max(0, pick(r, least-1, least, least+1, least+r.IntN(2*least+1), 2*least, r.IntN(5000)))
+	q.objKind = pick(r, okETag, okETag, okETag, okETag, okETag, okETag, okLMOld, okLMOld, okWeak, okWeakLM,
+		okLMRecent, okNone, okGzip, okNoRanges, okNoLength, okIdentity)
+	q.readResp = r.IntN(8) != 0
+	q.readMax = pick(r, 64, 1000, 4096, 32<<10)
+	if r.IntN(10) == 0 {
+		q.closeAfter = r.IntN(q.objSize + 1)
+	}
+	switch r.IntN(12) {
+	case 0, 1:
+		q.closeAt = time.Duration(1+r.IntN(2000))*time.Millisecond + 71*time.Microsecond
+	case 2:
+		q.closeOnResume = pick(r, 0, time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
+	}
+	if r.IntN(8) == 0 {
+		// A cancel late enough to fall in the body, as often as not.
+		q.cancelAfter = time.Duration(1+r.IntN(3000))*time.Millisecond + 51*time.Microsecond
+	}
 }
 
 // drawMixed draws a run of the whole space: a few clients of one or two
@@ -284,7 +379,7 @@ func drawMixed(seed uint64) *runConfig {
 		cfg.panicEvery = 1 + r.IntN(3)
 		cfg.panicOn = map[httpretry.EventKind]bool{}
 		for _, k := range []httpretry.EventKind{httpretry.EventRetry, httpretry.EventHedge, httpretry.EventGiveUp,
-			httpretry.EventFallback, httpretry.EventDemote, httpretry.EventRestore} {
+			httpretry.EventFallback, httpretry.EventDemote, httpretry.EventRestore, httpretry.EventResume} {
 			if r.IntN(3) == 0 {
 				cfg.panicOn[k] = true
 			}
@@ -293,13 +388,12 @@ func drawMixed(seed uint64) *runConfig {
 	if r.IntN(4) == 0 {
 		cfg.sleepFor = pick(r, time.Millisecond, 100*time.Millisecond)
 		cfg.sleepOn = map[httpretry.EventKind]bool{pick(r, httpretry.EventRetry, httpretry.EventFallback,
-			httpretry.EventHedge, httpretry.EventGiveUp): true}
+			httpretry.EventHedge, httpretry.EventGiveUp, httpretry.EventResume): true}
 	}
 	for c := 1 + r.IntN(4); c > 0; c-- {
 		cp := clientPlan{transport: r.IntN(len(cfg.policies))}
-		maxReplay := cfg.policies[cp.transport].MaxReplayBytes
 		for n := 1 + r.IntN(6); n > 0; n-- {
-			q := drawRequest(r, maxReplay)
+			q := drawRequest(r, cfg.policies[cp.transport])
 			if cfg.nested {
 				// Context values reach the inner transport too: its
 				// bounds are then the outer's business.

@@ -1,6 +1,7 @@
 package httpretry_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -71,6 +73,29 @@ type simOrigin struct {
 	// fix the delays of bOK and bSlow.
 	script             func(sr *simReq, n int) behaviour
 	okDelay, slowDelay time.Duration
+	// cutPct is the percentage of its object bodies it cuts, and resumes
+	// the weights of its answers to resume requests.
+	cutPct  int
+	resumes [numResumeBehs]int
+}
+
+// resumeAt draws the answer to one resume request.
+func (o *simOrigin) resumeAt(r *rand.Rand) resumeBeh {
+	total := 0
+	for _, w := range o.resumes {
+		total += w
+	}
+	if total == 0 {
+		return rHonour
+	}
+	x := r.IntN(total)
+	for b, w := range o.resumes {
+		if x < w {
+			return resumeBeh(b)
+		}
+		x -= w
+	}
+	return rHonour
 }
 
 func (o *simOrigin) behaviourAt(since time.Duration, r *rand.Rand) behaviour {
@@ -98,6 +123,135 @@ func (o *simOrigin) behaviourAt(since time.Duration, r *rand.Rand) behaviour {
 	return bOK
 }
 
+// resumeBeh is how an origin answers one resume request (a request with
+// Range the caller did not set).
+type resumeBeh uint8
+
+const (
+	rHonour     resumeBeh = iota // Range and If-Range exactly: a 206 of the rest, or all of a new version
+	rIgnore                      // Range ignored: a 200 of the whole object
+	rWrongRange                  // a 206 whose Content-Range is not the one asked for
+	r416                         // 416, whatever was asked
+	rReplace                     // the object is replaced, then answered exactly (a 200 of the new one)
+	rReplace206                  // the object is replaced, a 206 of the new bytes under the new ETag
+	r503                         // a retried status, maybe with Retry-After
+	rRefuse                      // the dial is refused
+	rReset                       // connected, reset before an answer
+	rBlackHole                   // no answer until the attempt ends
+	numResumeBehs
+)
+
+var resumeBehNames = [numResumeBehs]string{"honour", "ignore-range", "wrong-range", "416", "replace",
+	"replace-206", "503", "refuse", "reset", "black-hole"}
+
+func (b resumeBeh) String() string { return resumeBehNames[b] }
+
+// objKind is how an object is served: its validator, coding and length.
+type objKind uint8
+
+const (
+	okETag     objKind = iota // a strong ETag and an old Last-Modified
+	okIdentity                // a strong ETag, Content-Encoding: identity, Accept-Ranges: bytes
+	okLMOld                   // no ETag, a Last-Modified an hour before Date: strong
+	okWeak                    // a weak ETag
+	okWeakLM                  // a weak ETag beside an old Last-Modified
+	okLMRecent                // a Last-Modified 10 s before Date: weak
+	okNone                    // no validator
+	okGzip                    // a strong ETag, Content-Encoding: gzip
+	okNoRanges                // a strong ETag, Accept-Ranges: none
+	okNoLength                // a strong ETag, no Content-Length
+)
+
+var objKindNames = []string{"etag", "identity", "lm-old", "weak", "weak+lm", "lm-recent", "none", "gzip",
+	"no-ranges", "no-length"}
+
+func (k objKind) String() string { return objKindNames[k] }
+
+// simObject is what one origin serves at a request's /obj: versions of
+// one size, the last the current one.
+type simObject struct {
+	req, origin int
+	kind        objKind
+	versions    [][]byte
+}
+
+// object is sr's object at o, made at its first request there.
+func (run *simRun) object(sr *simReq, o *simOrigin) *simObject {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	k := [2]int{sr.id(), o.idx}
+	ob := run.objects[k]
+	if ob == nil {
+		ob = &simObject{req: sr.id(), origin: o.idx, kind: sr.plan.objKind}
+		ob.versions = [][]byte{run.objectBytes(ob, 0, sr.plan.objSize)}
+		run.objects[k] = ob
+	}
+	return ob
+}
+
+// objectBytes are version v of ob: random, so that no byte of another
+// version or another offset passes for it.
+func (run *simRun) objectBytes(ob *simObject, v, size int) []byte {
+	r := rand.New(rand.NewPCG(run.seed, uint64(ob.req)<<24|uint64(ob.origin)<<16|uint64(v)))
+	b := make([]byte, size)
+	for i := 0; i < size; i += 8 {
+		x := r.Uint64()
+		for j := i; j < min(i+8, size); j++ {
+			b[j], x = byte(x), x>>8
+		}
+	}
+	return b
+}
+
+// replace makes a new version of ob the current one.
+func (run *simRun) replace(ob *simObject) int {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	v := len(ob.versions)
+	ob.versions = append(ob.versions, run.objectBytes(ob, v, len(ob.versions[0])))
+	return v
+}
+
+func (run *simRun) current(ob *simObject) (int, []byte) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return len(ob.versions) - 1, ob.versions[len(ob.versions)-1]
+}
+
+// header is what ob's version v is served with at now.
+func (run *simRun) objectHeader(ob *simObject, v int, now time.Time) http.Header {
+	h := http.Header{"Content-Type": {"application/octet-stream"}, "Date": {now.UTC().Format(http.TimeFormat)}}
+	tag := `"r` + strconv.Itoa(ob.req) + "o" + strconv.Itoa(ob.origin) + "v" + strconv.Itoa(v) + `"`
+	lm := run.t0.Add(-time.Hour + time.Duration(v)*time.Second).UTC().Format(http.TimeFormat)
+	switch ob.kind {
+	case okETag:
+		h.Set("Etag", tag)
+		h.Set("Last-Modified", lm)
+	case okIdentity:
+		h.Set("Etag", tag)
+		h.Set("Content-Encoding", "identity")
+		h.Set("Accept-Ranges", "bytes")
+	case okLMOld:
+		h.Set("Last-Modified", lm)
+	case okWeak:
+		h.Set("Etag", "W/"+tag)
+	case okWeakLM:
+		h.Set("Etag", "W/"+tag)
+		h.Set("Last-Modified", lm)
+	case okLMRecent:
+		h.Set("Last-Modified", now.Add(-10*time.Second).UTC().Format(http.TimeFormat))
+	case okGzip:
+		h.Set("Etag", tag)
+		h.Set("Content-Encoding", "gzip")
+	case okNoRanges, okNoLength:
+		h.Set("Etag", tag)
+		if ob.kind == okNoRanges {
+			h.Set("Accept-Ranges", "none")
+		}
+	}
+	return h
+}
+
 // simAttempt is what the base saw of one attempt.
 type simAttempt struct {
 	req     *simReq
@@ -121,6 +275,18 @@ type simAttempt struct {
 	gotEOF  bool
 	readErr error
 	hadBody bool
+	// A resume request: its Range and If-Range, the answer drawn, and
+	// whether that answer is another version, or a range not asked for,
+	// of which nothing may be delivered.
+	resume    bool
+	delivered int64 // the bytes the caller had read when it came
+	rangeHdr  string
+	ifRange   string
+	rbeh      resumeBeh
+	changed   bool
+	// The response's header and Content-Length.
+	respHeader http.Header
+	respCL     int64
 }
 
 // simBody is a response body the base made, counted as it is closed.
@@ -132,33 +298,101 @@ type simBody struct {
 	closes int
 	att    *simAttempt
 	mu     *sync.Mutex
+	// An object's body: version ver of obj. At cutAt it fails with
+	// cutErr (nil: io.ErrUnexpectedEOF), or with stall delivers nothing
+	// more until it is closed or ctx, its attempt's, ends.
+	obj    *simObject
+	ver    int
+	cutErr error
+	stall  bool
+	joined bool // the Read of the last bytes before the cut returns its error too
+	ctx    context.Context
+	closed chan struct{}
+	// closedInRead: a Close ended a Read stalled in it (see
+	// knownDoubleClose).
+	closedInRead bool
 }
+
+var (
+	errSimClosed = errors.New("sim: read on closed body")
+	errSimStall  = errors.New("sim: the body stalled") // noted as a break, never returned
+)
 
 func (b *simBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closes > 0 {
-		return 0, errors.New("sim: read on closed body")
+		b.mu.Unlock()
+		return 0, errSimClosed
 	}
 	end := len(b.data)
 	if b.cutAt >= 0 {
 		end = b.cutAt
 	}
 	if b.pos >= end {
-		if b.cutAt >= 0 {
-			return 0, io.ErrUnexpectedEOF
+		if b.cutAt < 0 || b.cutErr == io.EOF && b.cutAt == len(b.data) {
+			b.mu.Unlock()
+			return 0, io.EOF
 		}
-		return 0, io.EOF
+		return b.broken(0)
 	}
 	n := copy(p, b.data[b.pos:end])
 	b.pos += n
+	if b.pos == end && b.joined && !b.stall && b.cutAt >= 0 && !(b.cutErr == io.EOF && b.cutAt == len(b.data)) {
+		return b.broken(n) // the last bytes and the break in one Read
+	}
+	b.mu.Unlock()
 	return n, nil
+}
+
+// broken is a Read that has reached the cut, after n bytes; b.mu is held,
+// and released.
+func (b *simBody) broken(n int) (int, error) {
+	if b.stall {
+		b.noteBreak(errSimStall)
+		closed, ctx := b.closed, b.ctx
+		b.mu.Unlock()
+		var err error
+		select {
+		case <-closed:
+			err = errSimClosed
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		b.mu.Lock()
+		b.closedInRead = b.closes > 0
+		b.mu.Unlock()
+		return 0, err
+	}
+	err := b.cutErr
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == io.EOF {
+		b.noteBreak(io.ErrUnexpectedEOF) // before the declared length
+	} else {
+		b.noteBreak(err)
+	}
+	b.mu.Unlock()
+	return n, err
+}
+
+// noteBreak records err as the latest break of the body its request's
+// caller reads: the one returned, or one a resume request got. b.mu is
+// held.
+func (b *simBody) noteBreak(err error) {
+	if sr := b.att.req; b.obj != nil && sr != nil && (b.att.resume || sr.respBody == b.id) {
+		sr.breaks = append(sr.breaks, err)
+		sr.earlyEOF = b.cutErr == io.EOF && !b.stall
+	}
 }
 
 func (b *simBody) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closes++
+	if b.closes == 1 && b.closed != nil {
+		close(b.closed)
+	}
 	return nil
 }
 
@@ -214,32 +448,49 @@ func (s *simBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	now := time.Now()
 	a := &simAttempt{req: sr, n: httpretry.AttemptFromContext(ctx), start: now, method: r.Method,
 		url: r.URL.String(), header: r.Header.Clone(), hadBody: r.Body != nil && r.Body != http.NoBody}
+	// No caller sets Range: a request with one is a resume request.
+	a.rangeHdr, a.ifRange = r.Header.Get("Range"), r.Header.Get("If-Range")
+	a.resume = sr != nil && r.Header["Range"] != nil
 	o := run.originFor(r.URL.Scheme, r.URL.Host)
 	a.origin = o
 	run.mu.Lock()
 	a.seq = len(run.attempts)
 	run.attempts = append(run.attempts, a)
-	if sr != nil {
+	switch {
+	case a.resume:
+		sr.resumeAtts = append(sr.resumeAtts, a)
+		a.delivered = sr.delivered
+	case sr != nil:
 		sr.attempts = append(sr.attempts, a)
 	}
 	occurrence := run.occurrences[attemptKey{sr.id(), a.n, o.idx}]
 	run.occurrences[attemptKey{sr.id(), a.n, o.idx}]++
 	run.mu.Unlock()
 	rng := rand.New(rand.NewPCG(run.seed, uint64(sr.id())<<32|uint64(a.n)<<16|uint64(o.idx)<<8|uint64(occurrence)))
-	if o.script != nil {
-		a.beh = o.script(sr, a.n)
+	var resp *http.Response
+	var err error
+	if a.resume {
+		a.rbeh = o.resumeAt(rng)
+		run.logf(sr, "resume attempt %d -> %s Range %q If-Range %q (%d bytes delivered): %s", a.n, a.url,
+			a.rangeHdr, a.ifRange, a.delivered, a.rbeh)
+		resp, err = s.serveResume(r, a, o, rng)
 	} else {
-		a.beh = o.behaviourAt(now.Sub(run.t0), rng)
+		if o.script != nil {
+			a.beh = o.script(sr, a.n)
+		} else {
+			a.beh = o.behaviourAt(now.Sub(run.t0), rng)
+		}
+		run.logf(sr, "attempt %d -> %s: %s", a.n, a.url, a.beh)
+		resp, err = s.serve(r, a, o, rng)
 	}
-	run.logf(sr, "attempt %d -> %s: %s", a.n, a.url, a.beh)
-
-	resp, err := s.serve(r, a, o, rng)
 	a.settled = time.Now()
 	a.ctxDone = ctx.Err() != nil
 	a.err = err
 	if resp != nil {
 		a.status = resp.StatusCode
-		run.logf(sr, "attempt %d <- %d%s body %d%s", a.n, resp.StatusCode, raNote(a.ra), len(a.resp.data), cutNote(a.resp))
+		a.respHeader, a.respCL = resp.Header.Clone(), resp.ContentLength
+		run.logf(sr, "attempt %d <- %d%s%s body %d%s", a.n, resp.StatusCode, raNote(a.ra), objNote(a), len(a.resp.data),
+			cutNote(a.resp))
 	} else {
 		run.logf(sr, "attempt %d <- error: %v", a.n, err)
 	}
@@ -254,10 +505,30 @@ func raNote(ra string) string {
 }
 
 func cutNote(b *simBody) string {
-	if b.cutAt < 0 {
+	switch {
+	case b.cutAt < 0:
 		return ""
+	case b.stall:
+		return " stalls at " + strconv.Itoa(b.cutAt)
+	case b.cutErr != nil:
+		return " cut at " + strconv.Itoa(b.cutAt) + " (" + b.cutErr.Error() + ")"
 	}
 	return " cut at " + strconv.Itoa(b.cutAt)
+}
+
+func objNote(a *simAttempt) string {
+	b := a.resp
+	if b == nil || b.obj == nil {
+		return ""
+	}
+	s := " object " + b.obj.kind.String() + " v" + strconv.Itoa(b.ver)
+	if cr := a.respHeader["Content-Range"]; cr != nil {
+		s += " Content-Range " + strconv.Quote(strings.Join(cr, ", "))
+	}
+	if a.changed {
+		s += " (changed)"
+	}
+	return s
 }
 
 // serve plays the origin's part for attempt a.
@@ -328,7 +599,207 @@ func (s *simBase) serve(r *http.Request, a *simAttempt, o *simOrigin, rng *rand.
 	case b429:
 		return s.answer(r, a, o, rng, 429), nil
 	}
+	if a.req != nil && a.req.plan.object {
+		return s.objectAnswer(r, a, o, rng), nil
+	}
 	return s.answer(r, a, o, rng, 200), nil
+}
+
+// objectAnswer is a 200 of the current version of the request's object,
+// whole or cut.
+func (s *simBase) objectAnswer(r *http.Request, a *simAttempt, o *simOrigin, rng *rand.Rand) *http.Response {
+	ob := s.run.object(a.req, o)
+	v, data := s.run.current(ob)
+	cl := int64(len(data))
+	if ob.kind == okNoLength {
+		cl = -1
+	}
+	resp := s.objectResp(r, a, ob, v, 200, data, s.run.objectHeader(ob, v, time.Now()), cl)
+	drawCut(rng, o, a.resp, a.beh == bCut)
+	return resp
+}
+
+// objectResp makes a response of ob's version v with status and body
+// data, counted as answer's are.
+func (s *simBase) objectResp(r *http.Request, a *simAttempt, ob *simObject, v, status int, data []byte,
+	h http.Header, cl int64) *http.Response {
+	run := s.run
+	body := &simBody{data: data, cutAt: -1, att: a, mu: &run.mu, obj: ob, ver: v, ctx: r.Context(),
+		closed: make(chan struct{})}
+	run.mu.Lock()
+	body.id = len(run.bodies)
+	run.bodies = append(run.bodies, body)
+	run.mu.Unlock()
+	h.Set("X-Sim-Body", strconv.Itoa(body.id))
+	if cl >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(cl, 10))
+	}
+	a.resp = body
+	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: body, ContentLength: cl, Request: r}
+}
+
+// drawCut cuts b, as o cuts its object bodies, or always with force: at a
+// random offset, the end included, with an unexpected EOF, a reset, an
+// early io.EOF or a stall.
+func drawCut(rng *rand.Rand, o *simOrigin, b *simBody, force bool) {
+	if !force && rng.IntN(100) >= o.cutPct {
+		return
+	}
+	b.cutAt = rng.IntN(len(b.data) + 1)
+	b.joined = rng.IntN(2) == 0
+	switch rng.IntN(4) {
+	case 0:
+		b.cutErr = io.ErrUnexpectedEOF
+	case 1:
+		b.cutErr = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	case 2:
+		b.cutErr = io.EOF
+	default:
+		b.stall = true
+	}
+}
+
+// serveResume plays the origin's part for a resume request: the answer
+// a.rbeh, to the Range asked.
+func (s *simBase) serveResume(r *http.Request, a *simAttempt, o *simOrigin, rng *rand.Rand) (*http.Response, error) {
+	run := s.run
+	ctx := r.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(r.URL.Host)
+	}
+	if a.rbeh == rRefuse {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{})
+	}
+	a.reached = true
+	switch a.rbeh {
+	case rReset:
+		return nil, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
+	case rBlackHole:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	t := time.NewTimer(time.Duration(1+rng.IntN(30))*time.Millisecond + 137*time.Microsecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	if a.rbeh == r503 {
+		return s.answer(r, a, o, rng, 503), nil
+	}
+	ob := run.object(a.req, o)
+	began := -1 // the version the caller's body began with
+	run.mu.Lock()
+	if id := a.req.respBody; id >= 0 && run.bodies[id].obj == ob {
+		began = run.bodies[id].ver
+	}
+	run.mu.Unlock()
+	if a.rbeh == rReplace || a.rbeh == rReplace206 {
+		run.logf(a.req, "object of request %d at %s replaced: v%d", ob.req, o.url, run.replace(ob))
+	}
+	v, data := run.current(ob)
+	size := len(data)
+	h := run.objectHeader(ob, v, time.Now())
+	first, last, ok := parseSimRange(a.rangeHdr, size)
+	contentRange := func(first, last, size int) string {
+		return "bytes " + strconv.Itoa(first) + "-" + strconv.Itoa(last) + "/" + strconv.Itoa(size)
+	}
+	partial := func(data []byte) *http.Response {
+		cl := int64(len(data))
+		if rng.IntN(3) == 0 {
+			cl = -1
+		}
+		return s.objectResp(r, a, ob, v, http.StatusPartialContent, data, h, cl)
+	}
+	switch {
+	case a.rbeh == r416 || !ok:
+		a.changed = true
+		h.Set("Content-Range", "bytes */"+strconv.Itoa(size))
+		return s.objectResp(r, a, ob, v, http.StatusRequestedRangeNotSatisfiable, nil, h, 0), nil
+	case a.rbeh == rWrongRange:
+		a.changed = true
+		switch k := rng.IntN(6); {
+		case k == 0 && first < last:
+			h.Set("Content-Range", contentRange(first+1, last, size))
+			return partial(data[first+1 : last+1]), nil
+		case k == 1 && first > 0:
+			h.Set("Content-Range", contentRange(first-1, last, size)) // bytes delivered again
+			return partial(data[first-1 : last+1]), nil
+		case k == 2:
+			h.Set("Content-Range", contentRange(first, last, size+1))
+		case k == 3:
+			h.Set("Content-Range", "bytes */"+strconv.Itoa(size))
+		case k == 4:
+			h["Content-Range"] = []string{contentRange(first, last, size), contentRange(first, last, size)}
+		}
+		return partial(data[first : last+1]), nil // k == 5: none at all
+	case a.rbeh == rReplace206 && h.Get("Etag") != "":
+		// A server that ignores If-Range: the new bytes, under their ETag.
+		a.changed = true
+		h.Set("Content-Range", contentRange(first, last, size))
+		return partial(data[first : last+1]), nil
+	}
+	a.changed = v != began
+	var resp *http.Response
+	if a.rbeh != rIgnore && a.ifRange != "" && a.ifRange == simValidator(h) {
+		h.Set("Content-Range", contentRange(first, last, size))
+		resp = partial(data[first : last+1])
+	} else {
+		// Range ignored, or If-Range naming another version: all of it.
+		cl := int64(size)
+		if rng.IntN(3) == 0 {
+			cl = -1
+		}
+		resp = s.objectResp(r, a, ob, v, http.StatusOK, data, h, cl)
+	}
+	if !a.changed {
+		drawCut(rng, o, a.resp, false)
+	}
+	return resp, nil
+}
+
+// parseSimRange reads "bytes=N-" or "bytes=N-E" within size.
+func parseSimRange(v string, size int) (first, last int, ok bool) {
+	s, found := strings.CutPrefix(v, "bytes=")
+	a, b, found2 := strings.Cut(s, "-")
+	if !found || !found2 {
+		return 0, 0, false
+	}
+	first, err := strconv.Atoi(a)
+	if err != nil {
+		return 0, 0, false
+	}
+	last = size - 1
+	if b != "" {
+		if last, err = strconv.Atoi(b); err != nil {
+			return 0, 0, false
+		}
+	}
+	return first, last, first >= 0 && first <= last && last < size
+}
+
+// simValidator is the validator the contract pins a resume to, by the
+// sim's own reading of h: a strong ETag, else a Last-Modified at least
+// 60 s before Date; "" for none.
+func simValidator(h http.Header) string {
+	if et := h["Etag"]; len(et) > 0 {
+		if v := et[0]; len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			return v
+		}
+		return ""
+	}
+	lm, errLM := http.ParseTime(h.Get("Last-Modified"))
+	date, errDate := http.ParseTime(h.Get("Date"))
+	if errLM != nil || errDate != nil || lm.After(date.Add(-time.Minute)) {
+		return ""
+	}
+	return h.Get("Last-Modified")
 }
 
 // readAll reads the request body to its end and closes it, as a transport

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"sort"
@@ -44,7 +45,16 @@ import (
 // upload still going on, bodies cut mid-stream. Requests
 // come from several goroutines: GET, HEAD, PUT, DELETE, keyed and unkeyed
 // POST and PATCH, bodies with and without GetBody around MaxReplayBytes,
-// callers that cancel. Three liveness scenarios run on fixed seeds
+// callers that cancel. Resumable bodies (point 21): Resume zero, Max
+// 1-3 or off, with or without Idle, MinBytes small or the default; GETs
+// of objects around MinBytes with a strong, weak, date-only or no
+// validator, gzip, Accept-Ranges: none or no length; bodies cut at any
+// offset by an unexpected EOF, a reset, an early EOF or a stall, the last
+// bytes with the break or before it; resume requests answered exactly,
+// with Range ignored, a wrong Content-Range, 416, the object replaced,
+// 503 or a transport error; callers that read to the end with Reads of
+// any size, close early, close from another goroutine (also just after
+// an EventResume) or cancel. Three liveness scenarios run on fixed seeds
 // (sim_scenario_test.go): hedging beside a fallback over five budget
 // windows, a primary that black-holes once its hedge delay is learned,
 // and a demoted primary that comes back.
@@ -76,9 +86,11 @@ type simRun struct {
 	reqs        []*simReq
 	trace       []traceLine
 	violations  []violation
-	registries  []*httpretry.Budgets // one per distinct Budgets
-	regOf       []int                // transport -> registries index
-	unknown     []string             // origins the base was sent to that the run has not
+	registries  []*httpretry.Budgets  // one per distinct Budgets
+	regOf       []int                 // transport -> registries index
+	unknown     []string              // origins the base was sent to that the run has not
+	objects     map[[2]int]*simObject // by request and origin
+	tally       map[string]int        // what the run covered, summed over seeds
 }
 
 // simReq is one caller's request and what became of it.
@@ -113,6 +125,23 @@ type simReq struct {
 	slept      time.Duration // observers' sleeps on this request
 	panicked   bool          // an observer panicked on it
 	learned    time.Duration // with sampleLearned, the first origin's HedgeAfter after it
+	// The body the caller reads (point 21): the resume requests the base
+	// saw, the bytes read so far, the breaks of the bodies under it in
+	// order (sim_origin_test.go's noteBreak), and how reading ended.
+	returned    bool // RoundTrip has returned
+	resumeAtts  []*simAttempt
+	delivered   int64
+	breaks      []error
+	earlyEOF    bool // the latest break was an io.EOF before the end
+	readEOF     bool // the caller read to io.EOF
+	closedEarly bool // the caller closed the body before its end
+	closedAside bool // the caller closed it from another goroutine while reading
+	bodyPanic   any  // a Read panicked (an observer's panic)
+	ctxEnded    bool // the caller's context had ended when reading stopped
+	closedAt    time.Time
+	readEnd     time.Time
+	closeAside  func() // closes the body from another goroutine; nil before the body is read
+	asideArmed  bool   // closeOnResume's timer is set
 }
 
 func (sr *simReq) id() int {
@@ -123,7 +152,8 @@ func (sr *simReq) id() int {
 }
 
 type simEvent struct {
-	at time.Time
+	at   time.Time
+	body bool // told after RoundTrip returned: of the body
 	httpretry.Event
 }
 
@@ -293,10 +323,29 @@ func (run *simRun) record(e httpretry.Event) {
 		run.violate(sr, "event-request", "%s event carries a request that is not the caller's", e.Kind)
 	}
 	run.mu.Lock()
-	sr.events = append(sr.events, simEvent{at: time.Now(), Event: e})
+	returned, delivered := sr.returned, sr.delivered
+	sr.events = append(sr.events, simEvent{at: time.Now(), body: returned, Event: e})
 	run.mu.Unlock()
+	// The body's events come from the caller's Read, between two of
+	// readBody's: what it has read is what was delivered.
+	if returned && (e.Kind == httpretry.EventResume || e.Kind == httpretry.EventGiveUp) && e.Offset != delivered {
+		run.violate(sr, "resume-offset", "%s event with Offset %d, %d bytes delivered", e.Kind, e.Offset, delivered)
+	}
+	if d := sr.plan.closeOnResume; returned && e.Kind == httpretry.EventResume && d >= 0 {
+		// Close while the resume is waited for or in flight.
+		run.mu.Lock()
+		aside, armed := sr.closeAside, sr.asideArmed
+		sr.asideArmed = true
+		run.mu.Unlock()
+		if aside != nil && !armed {
+			time.AfterFunc(d, aside)
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "event %s attempt %d origin %s", e.Kind, e.Attempt, e.Origin)
+	if e.Offset != 0 {
+		fmt.Fprintf(&b, " offset %d", e.Offset)
+	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, " status %d", e.Status)
 	}
@@ -314,7 +363,8 @@ func (run *simRun) record(e httpretry.Event) {
 
 // newRun draws the run of seed.
 func newRun(seed uint64) *simRun {
-	run := &simRun{seed: seed, occurrences: map[attemptKey]int{}}
+	run := &simRun{seed: seed, occurrences: map[attemptKey]int{}, objects: map[[2]int]*simObject{},
+		tally: map[string]int{}}
 	switch seed % 256 {
 	case 7:
 		run.cfg = drawHedgeFallback(seed)
@@ -448,13 +498,18 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 		resp, sr.err = rt.RoundTrip(req)
 	}()
 	sr.end = time.Now()
+	run.mu.Lock()
+	sr.returned = true
+	run.mu.Unlock()
 	switch {
 	case sr.panicVal != nil:
 		run.logf(sr, "panic: %v", sr.panicVal)
 	case resp != nil:
 		sr.status = resp.StatusCode
 		if id, err := strconv.Atoi(resp.Header.Get("X-Sim-Body")); err == nil {
+			run.mu.Lock()
 			sr.respBody = id
+			run.mu.Unlock()
 		}
 		run.logf(sr, "return %d (body %d)", resp.StatusCode, sr.respBody)
 	default:
@@ -471,10 +526,73 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 		})
 	}
 	if resp != nil {
-		if q.readResp {
-			sr.respData, sr.respErr = io.ReadAll(resp.Body)
+		run.readBody(sr, resp.Body)
+	}
+}
+
+// readBody reads body as sr's caller does: to its end, or to closeAfter
+// bytes, a Read of at most readMax bytes at a time, with a Close from
+// another goroutine at closeAt; it closes body once.
+func (run *simRun) readBody(sr *simReq, body io.ReadCloser) {
+	q := sr.plan
+	var once sync.Once
+	closeBody := func() { once.Do(func() { body.Close() }) }
+	defer closeBody()
+	if !q.readResp {
+		return
+	}
+	// A Close from another goroutine while the caller still reads.
+	aside := func() {
+		run.mu.Lock()
+		if !sr.readEnd.IsZero() || sr.closedAside {
+			run.mu.Unlock()
+			return
 		}
-		resp.Body.Close()
+		sr.closedAside, sr.closedAt = true, time.Now()
+		run.mu.Unlock()
+		run.logf(sr, "the caller closes the body from another goroutine")
+		closeBody()
+	}
+	run.mu.Lock()
+	sr.closeAside = aside
+	run.mu.Unlock()
+	if q.closeAt > 0 {
+		t := time.AfterFunc(q.closeAt, aside)
+		defer t.Stop()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			sr.bodyPanic = v
+			run.logf(sr, "read panicked: %v", v)
+		}
+		sr.ctxEnded = sr.ctx.Err() != nil
+		run.mu.Lock()
+		sr.readEnd = time.Now()
+		run.mu.Unlock()
+	}()
+	r := rand.New(rand.NewPCG(run.seed, uint64(sr.idx)))
+	buf := make([]byte, q.readMax)
+	for {
+		if q.closeAfter >= 0 && len(sr.respData) >= q.closeAfter {
+			sr.closedEarly = true
+			run.logf(sr, "the caller closes the body after %d bytes", len(sr.respData))
+			return
+		}
+		n, err := body.Read(buf[:1+r.IntN(len(buf))])
+		run.mu.Lock()
+		sr.respData = append(sr.respData, buf[:n]...)
+		sr.delivered = int64(len(sr.respData))
+		run.mu.Unlock()
+		if err == io.EOF {
+			sr.readEOF = true
+			run.logf(sr, "read %d bytes to EOF", len(sr.respData))
+			return
+		}
+		if err != nil {
+			sr.respErr = err
+			run.logf(sr, "read %d bytes, then: %v", len(sr.respData), err)
+			return
+		}
 	}
 }
 
@@ -531,7 +649,7 @@ func (run *simRun) setExpectations(sr *simReq, fallbacks []string) {
 // TestSimulate runs the simulator: -sim.seeds seeds from -sim.first,
 // spread over parallel shards, or the one -sim.seed with its trace.
 func TestSimulate(t *testing.T) {
-	sum := &simSummary{byInv: map[string][]uint64{}}
+	sum := &simSummary{byInv: map[string][]uint64{}, tally: map[string]int{}}
 	start := time.Now()
 	if *simSeed != 0 {
 		sum.runSeed(t, *simSeed, true)
@@ -564,6 +682,7 @@ type simSummary struct {
 	mu     sync.Mutex
 	byInv  map[string][]uint64 // failing invariant -> seeds
 	failed int
+	tally  map[string]int
 }
 
 // runSeed plays seed in a bubble of its own; any violation fails t, the
@@ -573,6 +692,9 @@ func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 	synctest.Test(t, func(t *testing.T) { run.play() })
 	sum.mu.Lock()
 	defer sum.mu.Unlock()
+	for k, n := range run.tally {
+		sum.tally[k] += n
+	}
 	for _, v := range run.violations {
 		sum.byInv[v.inv] = append(sum.byInv[v.inv], seed)
 	}
@@ -592,6 +714,12 @@ func (sum *simSummary) runSeed(t *testing.T, seed uint64, verbose bool) {
 func (sum *simSummary) log(t *testing.T, n int, first uint64, el time.Duration) {
 	t.Logf("simulator: %d seeds from %d in %v (%.0f seeds/s), %d failed", n, first, el.Round(time.Millisecond),
 		float64(n)/el.Seconds(), sum.failed)
+	covered := make([]string, 0, len(sum.tally))
+	for k, n := range sum.tally {
+		covered = append(covered, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(covered)
+	t.Logf("covered: %s", strings.Join(covered, ", "))
 	names := make([]string, 0, len(sum.byInv))
 	for d := range sum.byInv {
 		names = append(names, d)
