@@ -69,6 +69,21 @@ type resumeBody struct {
 	closed bool               // the caller closed the body
 	cancel context.CancelFunc // ends the resume requests; nil before the first
 	timer  *time.Timer        // the current body's idle timer; nil before its first Read
+	// shut is the body closed last: the idle timer, Close and a Read
+	// that ends may each let go of the same one, which is closed once.
+	shut io.ReadCloser
+}
+
+// shutOnce closes cur unless it is closed already.
+func (b *resumeBody) shutOnce(cur io.ReadCloser) error {
+	b.mu.Lock()
+	if b.shut == cur {
+		b.mu.Unlock()
+		return nil
+	}
+	b.shut = cur
+	b.mu.Unlock()
+	return cur.Close()
 }
 
 // Read delivers the representation's bytes in order, each once, resuming
@@ -99,15 +114,20 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 			// reset before the chunk's end) loses nothing.
 			b.end(io.EOF)
 			return n, io.EOF
+		case err == io.EOF:
+			// Before the declared length, whatever the caller is doing: a
+			// truncated body must never read as complete.
+			err = io.ErrUnexpectedEOF
+			if b.callersDoing() {
+				b.end(err)
+				return n, err
+			}
 		case b.callersDoing():
 			if err == errBodyIdle {
 				err = errReadOnClosedBody // Close stopped the timer, which had not fired
 			}
 			b.end(err)
 			return n, err
-		}
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF // before the declared length
 		}
 		b.broke(err)
 		if n > 0 {
@@ -149,7 +169,7 @@ func (b *resumeBody) readTimed(cur io.ReadCloser, p []byte) (int, error) {
 		return cur.Read(p)
 	}
 	if b.timer == nil {
-		t := time.AfterFunc(idle, func() { cur.Close() })
+		t := time.AfterFunc(idle, func() { b.shutOnce(cur) })
 		b.mu.Lock()
 		b.timer = t
 		b.mu.Unlock()
@@ -181,7 +201,7 @@ func (b *resumeBody) broke(err error) {
 	cur := b.cur
 	b.cur, b.timer = nil, nil
 	b.mu.Unlock()
-	cur.Close()
+	b.shutOnce(cur)
 	if b.pos > b.from {
 		b.stuck = 0
 	} else {
@@ -199,7 +219,7 @@ func (b *resumeBody) end(err error) {
 	b.cur, b.timer = nil, nil
 	b.mu.Unlock()
 	if cur != nil {
-		cur.Close()
+		b.shutOnce(cur)
 	}
 	if cancel != nil {
 		cancel()
@@ -224,7 +244,7 @@ func (b *resumeBody) Close() error {
 		cancel()
 	}
 	if cur != nil {
-		return cur.Close()
+		return b.shutOnce(cur)
 	}
 	return nil
 }
@@ -280,9 +300,12 @@ func (b *resumeBody) judgeResume(resp *http.Response) resumeVerdict {
 // times as the policy allows, and makes the body that delivers it the
 // current one; or it says why the body ends.
 func (b *resumeBody) resume() error {
-	// An observer that panics leaves nothing of the body behind.
+	var res reservation // paid and not yet sent
+	// An observer that panics leaves nothing of the body behind, and the
+	// charge of a resume request it was told of given back.
 	defer func() {
 		if v := recover(); v != nil {
+			res.refund()
 			b.end(errReadOnClosedBody)
 			panic(v)
 		}
@@ -309,7 +332,11 @@ func (b *resumeBody) resume() error {
 		if b.isClosed() {
 			return errReadOnClosedBody
 		}
-		wait, res, reason := b.plan(time.Now())
+		var (
+			wait   time.Duration
+			reason Reason
+		)
+		wait, res, reason = b.plan(time.Now())
 		if reason != 0 {
 			return b.giveUp(reason, status, last)
 		}
@@ -321,11 +348,13 @@ func (b *resumeBody) resume() error {
 			Offset: b.pos - b.at.first})
 		if reason, err := c.sleep(wait); err != nil {
 			res.refund()
+			res = reservation{}
 			if b.isClosed() {
 				return errReadOnClosedBody
 			}
 			return b.giveUp(reason, 0, err)
 		}
+		res = reservation{} // sent: the charge stands
 		b.resumes++
 		n := b.sent + b.resumes
 		b.last = n

@@ -421,29 +421,6 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 	}
 }
 
-// knownDoubleClose tolerates a package defect found by the simulator: a
-// resumable body (resume.go) closes the body under it a second time when
-// a Close ended a Read blocked in it, the idle timer's (broke closes it
-// again) or the caller's (end closes it again). io.Closer leaves a second
-// Close undefined; net/http's bodies allow it. Set it to false to see
-// the seeds.
-const knownDoubleClose = true
-
-// knownPanicCharge expects a package defect found by the simulator: a
-// resume request whose EventResume observer panics keeps the budget's
-// charge for it, though it is never sent (resume.go's recover gives back
-// nothing; the loop's gives back its charge). Set it to false to see the
-// seeds.
-const knownPanicCharge = true
-
-// knownEOFAfterCancel tolerates a package defect found by the simulator
-// (seed 13472): once the caller's context has ended, a resumable body
-// passes an io.EOF before its declared length on as io.EOF, so that the
-// caller reads a truncated body as whole (resume.go's Read turns such an
-// EOF into io.ErrUnexpectedEOF only after its callersDoing case). Set it
-// to false to see the seeds.
-const knownEOFAfterCancel = true
-
 // checkEnd checks what only the end of the run shows: bodies closed,
 // uploads whole, budgets settled, and the scenario's liveness.
 func (run *simRun) checkEnd() {
@@ -456,7 +433,6 @@ func (run *simRun) checkEnd() {
 		case b.closes == 0:
 			run.violate(sr, "response-closed", "the %d response of attempt %d (body %d) was never closed",
 				b.att.status, b.att.n, b.id)
-		case b.closes == 2 && b.closedInRead && knownDoubleClose:
 		case b.closes > 1:
 			run.violate(sr, "response-closed", "the %d response of attempt %d (body %d, %d bytes) was closed %d times",
 				b.att.status, b.att.n, b.id, len(b.data), b.closes)
@@ -596,7 +572,7 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 	breaks := append([]error(nil), sr.breaks...)
 	run.mu.Unlock()
 	got := sr.respData
-	eof := sr.readEOF && !(knownEOFAfterCancel && sr.ctxEnded && sr.earlyEOF)
+	eof := sr.readEOF
 	switch {
 	case eof && !bytes.Equal(got, want):
 		run.violate(sr, "resumed-identical", "the caller read %d bytes to EOF, not v%d of the object (%d bytes)%s",
@@ -864,10 +840,6 @@ func (run *simRun) checkBudgets() {
 			drawn += sr.drawnSent() + len(sr.resumeAtts)
 			for _, a := range sr.resumeAtts {
 				charged[a.origin]++
-			}
-			if p, ok := sr.bodyPanic.(simPanic); ok && p.kind == httpretry.EventResume && knownPanicCharge {
-				drawn++
-				charged[run.bodies[sr.respBody].att.origin]++
 			}
 			for _, a := range sr.attempts {
 				switch k, _ := sr.announcement(a.n); k {

@@ -308,9 +308,6 @@ type simBody struct {
 	joined bool // the Read of the last bytes before the cut returns its error too
 	ctx    context.Context
 	closed chan struct{}
-	// closedInRead: a Close ended a Read stalled in it (see
-	// knownDoubleClose).
-	closedInRead bool
 }
 
 var (
@@ -358,9 +355,6 @@ func (b *simBody) broken(n int) (int, error) {
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
-		b.mu.Lock()
-		b.closedInRead = b.closes > 0
-		b.mu.Unlock()
 		return 0, err
 	}
 	err := b.cutErr
@@ -382,7 +376,6 @@ func (b *simBody) broken(n int) (int, error) {
 func (b *simBody) noteBreak(err error) {
 	if sr := b.att.req; b.obj != nil && sr != nil && (b.att.resume || sr.respBody == b.id) {
 		sr.breaks = append(sr.breaks, err)
-		sr.earlyEOF = b.cutErr == io.EOF && !b.stall
 	}
 }
 

@@ -132,7 +132,6 @@ type simReq struct {
 	resumeAtts  []*simAttempt
 	delivered   int64
 	breaks      []error
-	earlyEOF    bool // the latest break was an io.EOF before the end
 	readEOF     bool // the caller read to io.EOF
 	closedEarly bool // the caller closed the body before its end
 	closedAside bool // the caller closed it from another goroutine while reading
