@@ -10,9 +10,10 @@ import (
 // latency that one slow replica gives every caller. Only requests that may
 // be resent and whose body can be replayed are hedged; a copy goes to the
 // next fallback origin not yet tried, if any, is charged to the retry
-// budget of the origin it goes to and counts against MaxRetries, so one
-// request never costs the upstream more than 1 + MaxRetries calls
-// (candidates + MaxRetries with fallbacks). The zero value sends no copies.
+// budget of the origin the request's round started at (the request it
+// copies), wherever it goes, and counts against MaxRetries, so one request
+// never costs the upstream more than 1 + MaxRetries calls (candidates +
+// MaxRetries with fallbacks). The zero value sends no copies.
 //
 // With Quantile set, the delay is learned per origin: a copy goes when the
 // attempt has waited that quantile of the origin's recent times to

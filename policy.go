@@ -22,9 +22,10 @@ const MaxRetriesLimit = 16
 // Policy reads and writes JSON, RetryIf aside (see ParseConfig).
 type Policy struct {
 	// MaxRetries is the number of resends after the first attempt, at most
-	// 16. 0 turns retrying off: with no fallback origin, requests pass
-	// through untouched, with no buffering and no extra work; each fallback
-	// origin still gets its one attempt.
+	// 16. 0 turns retrying off: with no fallback origin and no
+	// PerTryTimeout or Deadline, requests pass through untouched, with no
+	// buffering and no extra work; the time bounds still hold, and each
+	// fallback origin still gets its one attempt.
 	MaxRetries int
 	// Backoff sets the wait before each resend; the zero value means
 	// DefaultBackoff.
