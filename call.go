@@ -168,8 +168,10 @@ func (c *call) uploading() bool {
 // calls it last, once the next attempt is paid for, announced and still
 // due.
 func (c *call) takeOver(o *outcome) (io.ReadCloser, Reason) {
-	if o.resp != nil && !hold(o.resp) {
-		o.resp, o.err = nil, errBodyGone
+	if o.resp != nil {
+		if _, ok := hold(o.resp); !ok {
+			o.resp, o.err = nil, errBodyGone
+		}
 	}
 	c.body.revoke()
 	return c.copyBody()

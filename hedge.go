@@ -165,7 +165,7 @@ func stronger(x, y outcome, now time.Time) bool {
 
 // hedge sends a copy if one is admitted, to the next candidate not yet
 // tried, or round the candidates; it reports whether another copy may
-// follow. after is the round's delay between copies.
+// follow.
 //
 // A copy is charged to the request it copies (point 20): to the budget of
 // the round's origin, wherever it goes, and a learned copy needs room
@@ -174,7 +174,7 @@ func stronger(x, y outcome, now time.Time) bool {
 // fallback goes on at the rate the primary's budget allows, and a
 // fallback never starves for credit it could not earn. A copy that is due
 // and not sent is told with its Reason, of the origin that refused it.
-func (h *hedgedRound) hedge(after time.Duration) bool {
+func (h *hedgedRound) hedge() bool {
 	c := h.c
 	next := c.sent + 1
 	now := time.Now()
@@ -211,7 +211,7 @@ func (h *hedgedRound) hedge(after time.Duration) bool {
 	h.copies++
 	// Told once the copy is in flight, so that an observer that panics
 	// leaves it to the round, which cancels it.
-	c.emit(Event{Kind: EventHedge, Attempt: next, Delay: after * time.Duration(h.copies)}, tg)
+	c.emit(Event{Kind: EventHedge, Attempt: next, Delay: h.after * time.Duration(h.copies)}, tg)
 	return h.copies < c.p.hedge.copies()
 }
 

@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// The attempt loop is the one actor of a request: after each failed
-// outcome it asks decide.go what comes next, then pays for it (a request
-// or a reservation on the origin's budget), announces it, discards what
-// the failed attempt left, waits, and sends. A wait that cannot be had
-// gives back what was paid.
+// The attempt loop acts on a request's outcomes: it applies each one's
+// verdict to its origin (a hedged round does so for the attempts that
+// lost), asks decide.go what comes next, pays for it (a request or a
+// reservation on the origin's budget), announces it, checks the deadline
+// again, discards what the failed attempt left, waits, and sends. A wait
+// that cannot be had gives back what was paid.
 
 // loop applies each outcome's verdict and resends while the checks allow
 // it.
@@ -293,11 +294,9 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	}
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
 	h.launch(n, tg, body)
-	var after time.Duration
-	after, h.hedging = c.hedgeAfter(tg)
-	h.after = after
+	h.after, h.hedging = c.hedgeAfter(tg)
 	var fire <-chan time.Time // nil, never ready, when no copy goes
-	timer := time.NewTimer(after)
+	timer := time.NewTimer(h.after)
 	defer timer.Stop()
 	if h.hedging {
 		fire = timer.C
@@ -329,8 +328,8 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 				continue
 			default:
 			}
-			if h.hedging && h.hedge(after) {
-				timer.Reset(after)
+			if h.hedging && h.hedge() {
+				timer.Reset(h.after)
 			}
 		}
 	}

@@ -71,53 +71,45 @@ func (b *cancelOnClose) release() {
 // reports false, with resp drained and closed, when its body is longer
 // than drainLimit or does not arrive within drainTime.
 func keep(resp *http.Response) bool {
-	body := resp.Body
-	if body == nil || body == http.NoBody {
-		return true
-	}
-	if resp.ContentLength > drainLimit {
+	if body := resp.Body; body != nil && body != http.NoBody && resp.ContentLength > drainLimit {
 		body.Close()
 		return false
+	}
+	whole, ok := hold(resp)
+	if ok && !whole {
+		resp.Body.Close()
+	}
+	return whole
+}
+
+// hold reads resp's body into memory as keep does, but leaves a body too
+// long for that readable, its first bytes in memory and the rest where it
+// was, so that it can still be returned whole. whole reports that the body
+// is in memory; ok is false, with the body closed, when it could not be
+// read within drainTime.
+func hold(resp *http.Response) (whole, ok bool) {
+	body := resp.Body
+	if body == nil || body == http.NoBody {
+		return true, true
 	}
 	var once sync.Once
 	closeOnce := func() { once.Do(func() { body.Close() }) }
 	t := time.AfterFunc(drainTime, closeOnce)
 	b, err := io.ReadAll(io.LimitReader(body, drainLimit+1))
-	t.Stop()
-	closeOnce()
-	if err != nil || len(b) > drainLimit {
-		return false
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return true
-}
-
-// hold reads resp's body into memory as keep does, but leaves a body too
-// long for that readable, its first bytes in memory and the rest where it
-// was, so that it can still be returned whole: it reports false only when
-// the body could not be read within drainTime.
-func hold(resp *http.Response) bool {
-	body := resp.Body
-	if body == nil || body == http.NoBody {
-		return true
-	}
-	timedOut := atomic.Bool{}
-	t := time.AfterFunc(drainTime, func() { timedOut.Store(true); body.Close() })
-	b, err := io.ReadAll(io.LimitReader(body, drainLimit+1))
-	if !t.Stop() || timedOut.Load() || err != nil {
-		body.Close()
-		return false
+	if !t.Stop() || err != nil {
+		closeOnce()
+		return false, false
 	}
 	if len(b) <= drainLimit {
-		body.Close()
+		closeOnce()
 		resp.Body = io.NopCloser(bytes.NewReader(b))
-		return true
+		return true, true
 	}
 	resp.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(b), body), body}
-	return true
+	return false, true
 }
 
 // drainBound is the longest discarding resp can take.
