@@ -107,15 +107,9 @@ type Budget struct {
 	// elsewhere), where BenchmarkGET's whole request costs about 450 ns.
 	// nil while the host is idle.
 	cur atomic.Pointer[bucket]
-	// key is the host as Budgets holds it; evicted is set when Budgets
-	// forgets it, so that Budgets.last stops answering with it.
-	key     string
-	evicted atomic.Bool
-	// clock is the coarse clock of the Budgets that holds this budget (nil
-	// for a Budget of its own), and used its reading at the last Record:
-	// the recency by which a full registry cuts.
-	clock *atomic.Int64
-	used  atomic.Int64
+	// rec is the record that holds this budget in a Budgets, nil for a
+	// Budget of its own: Record stamps the origin's use on it.
+	rec *originRecord
 	// newest is the start of the newest slot a bucket was opened for, so
 	// that Budgets finds its idle hosts with one load per host, not ten.
 	newest atomic.Int64
@@ -134,13 +128,6 @@ type Budget struct {
 	// debt is how far the floor credit is below full, in hundredths of a
 	// resend: the zero Budget starts full.
 	debt int64
-
-	// The origin's standing under Policy.Demote, and its recent times to
-	// response headers under a learned Hedge.Quantile (made on first use,
-	// about 1 KB): kept beside the budget so that transports share them,
-	// a reload keeps them, and they are forgotten with the host.
-	demotion  demotion
-	latencies atomic.Pointer[latencies]
 }
 
 type bucket struct {
@@ -177,24 +164,14 @@ func (b *Budget) loadParams() *budgetParams {
 
 // Record counts one request. Call it once per request, not per attempt.
 func (b *Budget) Record() {
-	b.stamp()
+	if b.rec != nil {
+		b.rec.stamp()
+	}
 	if bk := b.cur.Load(); bk != nil {
 		bk.requests.Add(1)
 		return
 	}
 	b.startTicking(time.Now())
-}
-
-// stamp notes the registry's clock as the instant of b's last request,
-// writing only when it moved, so that the requests of a busy host share a
-// cache line that stays clean.
-func (b *Budget) stamp() {
-	if b.clock == nil {
-		return
-	}
-	if now := b.clock.Load(); b.used.Load() != now {
-		b.used.Store(now)
-	}
 }
 
 // startTicking counts a request of a host that was idle, and keeps cur on
@@ -227,8 +204,8 @@ func (b *Budget) armTicker(now int64) {
 // that ended saw no request: an idle host costs no timer.
 func (b *Budget) tick() {
 	ns := time.Now().UnixNano()
-	if b.clock != nil {
-		advance(b.clock, ns)
+	if b.rec != nil {
+		advance(b.rec.clock, ns)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -358,25 +335,26 @@ func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, recorded in
 }
 
 // Stats reports the requests and resends counted in the current window,
-// the allowance they earn, and the floor credit left.
-func (b *Budget) Stats() BudgetStats { return b.statsAt(time.Now()) }
+// the allowance they earn, and the floor credit left; for a budget of a
+// Budgets, also the origin's learned hedge delay and demotion.
+func (b *Budget) Stats() BudgetStats {
+	if b.rec != nil {
+		return b.rec.stats(time.Now())
+	}
+	return b.statsAt(time.Now())
+}
 
 func (b *Budget) statsAt(now time.Time) BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
 	requests, retries := b.window(now.UnixNano(), p)
-	s := BudgetStats{
-		Requests:   int(requests),
-		Retries:    int(retries),
-		Allowance:  int(p.percent * requests / 100),
-		Credit:     int((p.floorCap() - b.debt) / creditUnit),
-		DemotedFor: b.demotion.left(now),
+	return BudgetStats{
+		Requests:  int(requests),
+		Retries:   int(retries),
+		Allowance: int(p.percent * requests / 100),
+		Credit:    int((p.floorCap() - b.debt) / creditUnit),
 	}
-	if l := b.latencies.Load(); l != nil {
-		s.HedgeAfter, _ = l.estimate()
-	}
-	return s
 }
 
 // idleAt reports whether the newest slot that counted anything started a

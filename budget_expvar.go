@@ -15,17 +15,17 @@ import (
 func (bs *Budgets) Range(fn func(host string, s BudgetStats) bool) {
 	type entry struct {
 		host string
-		b    *Budget
+		r    *originRecord
 	}
 	var hosts []entry
 	bs.hosts.Range(func(k, v any) bool {
-		hosts = append(hosts, entry{k.(string), v.(*Budget)})
+		hosts = append(hosts, entry{k.(string), v.(*originRecord)})
 		return true
 	})
 	slices.SortFunc(hosts, func(x, y entry) int { return cmp.Compare(x.host, y.host) })
 	now := time.Now()
 	for _, e := range hosts {
-		if !fn(e.host, e.b.statsAt(now)) {
+		if !fn(e.host, e.r.stats(now)) {
 			return
 		}
 	}

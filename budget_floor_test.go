@@ -187,26 +187,26 @@ func TestBudgetsReloadKeepsTheCredit(t *testing.T) {
 func TestBudgetsKeepIdleHostsWithCreditToEarn(t *testing.T) {
 	bs := &Budgets{}
 	t0 := bt0.UnixNano()
-	spent := bs.insert("spent.example", t0)
+	spent := bs.insertBudget("spent.example", t0)
 	spent.recordAt(bt0)
 	require.True(t, spent.tryReserveAt(bt0), "a floor grant: 0.8 below full")
-	full := bs.insert("full.example", t0)
+	full := bs.insertBudget("full.example", t0)
 	full.recordAt(bt0)
 	require.True(t, full.tryReserveAt(bt0))
 	recordTimes(full, 5, bt0) // earns the spent credit back
 
-	bs.insert("later.example", t0+int64(time.Hour))
+	bs.insertBudget("later.example", t0+int64(time.Hour))
 	assert.ElementsMatch(t, []string{"spent.example", "later.example"}, mapKeys(budgetRegistry(t, bs)))
-	bs.insert("much-later.example", t0+int64(24*time.Hour))
+	bs.insertBudget("much-later.example", t0+int64(24*time.Hour))
 	assert.ElementsMatch(t, []string{"spent.example", "much-later.example"}, mapKeys(budgetRegistry(t, bs)))
 	assert.Same(t, spent, budgetRegistry(t, bs)["spent.example"])
 
 	// A full registry of busier hosts cuts it with the least active tenth.
 	now := t0 + int64(25*time.Hour)
 	for i := 0; bs.size < maxBudgetHosts; i++ {
-		bs.insert(fmt.Sprintf("h%d.example", i), now).recordAt(time.Unix(0, now))
+		bs.insertBudget(fmt.Sprintf("h%d.example", i), now).recordAt(time.Unix(0, now))
 	}
-	bs.insert("one-more.example", now)
+	bs.insertBudget("one-more.example", now)
 	assert.NotContains(t, budgetRegistry(t, bs), "spent.example")
 }
 

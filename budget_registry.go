@@ -19,14 +19,14 @@ import (
 // value is ready to use, and a Budgets is safe for concurrent use.
 type Budgets struct {
 	// hosts maps a host in canonical form (see canonicalHost) to its
-	// *Budget, and nothing else: whoever writes the URLs chooses the
+	// *originRecord, and nothing else: whoever writes the URLs chooses the
 	// spellings, so a spelling must never cost an entry. Reads take no
 	// lock: For runs on every request.
 	hosts sync.Map
-	// last is the budget For returned last: most clients talk to one host
+	// last is the record For found last: most clients talk to one host
 	// most of the time, and a hit here skips the map: measured with
 	// BenchmarkBudgetsHotPath/For, 12 ns against 50 ns through the map.
-	last atomic.Pointer[Budget]
+	last atomic.Pointer[originRecord]
 	// clock is a coarse reading of the time, in Unix nanoseconds, that
 	// Record stamps on a budget as the instant of its last request: it
 	// moves to now at every insertion, the only moment the registry cuts,
@@ -68,52 +68,44 @@ func hostKey(host string) string {
 // forKey is For for a host already in canonical form, an origin's host, as
 // RetryTransport charges it.
 func (bs *Budgets) forKey(key string, cfg BudgetConfig) *Budget {
-	b := bs.entry(key)
-	b.configure(cfg)
-	return b
+	r := bs.record(key)
+	r.budget.configure(cfg)
+	return &r.budget
 }
 
-// entry is the registry's record of key, a canonical host, with no budget
+// record is the registry's record of key, a canonical host, with no budget
 // config applied: what an origin whose budget is disabled still needs, its
 // demotion and its learned hedge delay.
-func (bs *Budgets) entry(key string) *Budget {
-	b := bs.last.Load()
-	if b == nil || b.key != key || b.evicted.Load() {
-		b = bs.lookup(key)
+func (bs *Budgets) record(key string) *originRecord {
+	if r := bs.last.Load(); r != nil && r.key == key && !r.evicted.Load() {
+		return r
 	}
-	return b
-}
-
-// lookup returns the budget of key, a canonical host, creating it if need
-// be.
-func (bs *Budgets) lookup(key string) *Budget {
-	var b *Budget
+	var r *originRecord
 	if v, ok := bs.hosts.Load(key); ok {
-		b = v.(*Budget)
+		r = v.(*originRecord)
 	} else {
-		b = bs.insert(key, time.Now().UnixNano())
+		r = bs.insert(key, time.Now().UnixNano())
 	}
-	bs.last.Store(b)
-	return b
+	bs.last.Store(r)
+	return r
 }
 
-// insert returns the budget of key, a canonical host, adding it at the
+// insert returns the record of key, a canonical host, adding it at the
 // instant now if it is not there yet.
-func (bs *Budgets) insert(key string, now int64) *Budget {
+func (bs *Budgets) insert(key string, now int64) *originRecord {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if b, ok := bs.hosts.Load(key); ok {
-		return b.(*Budget)
+	if r, ok := bs.hosts.Load(key); ok {
+		return r.(*originRecord)
 	}
 	if now-bs.lastSweep >= int64(budgetSweepEvery) || bs.size >= maxBudgetHosts {
 		bs.sweep(now)
 	}
 	advance(&bs.clock, now)
-	b := &Budget{key: key, clock: &bs.clock}
-	b.used.Store(now) // so that a host not yet recorded is not the first cut
-	bs.hosts.Store(key, b)
+	r := newOriginRecord(key, &bs.clock, now)
+	bs.hosts.Store(key, r)
 	bs.size++
-	return b
+	return r
 }
 
 // advance moves clock forward to now, never back.
@@ -133,20 +125,15 @@ func advance(clock *atomic.Int64, now int64) {
 func (bs *Budgets) sweep(now int64) {
 	bs.lastSweep = now
 	type entry struct {
-		key  string
-		b    *Budget
+		r    *originRecord
 		used int64
 	}
 	var active []entry
-	bs.hosts.Range(func(k, v any) bool {
-		b := v.(*Budget)
-		// A demoted host, or one that learned a hedge delay, is not idle
-		// for lack of recorded requests: its budget may be disabled. One
-		// still cold has learned nothing worth keeping.
-		if b.idleAt(now) && b.creditFullAt(now) && !b.demotion.standing() && !b.hasLearned() {
-			bs.forget(k.(string), b)
+	bs.hosts.Range(func(_, v any) bool {
+		if r := v.(*originRecord); r.idleAt(now) {
+			bs.forget(r)
 		} else {
-			active = append(active, entry{k.(string), b, b.used.Load()})
+			active = append(active, entry{r, r.used.Load()})
 		}
 		return true
 	})
@@ -155,16 +142,16 @@ func (bs *Budgets) sweep(now int64) {
 	}
 	slices.SortFunc(active, func(x, y entry) int { return cmp.Compare(x.used, y.used) })
 	for _, e := range active[:max(len(active)/10, 1)] {
-		bs.forget(e.key, e.b)
+		bs.forget(e.r)
 	}
 }
 
 // forget removes a host. Its budget stops ticking, so that a forgotten
 // host is garbage as soon as no request holds it: a registry filled again
 // and again keeps no more than its bound alive.
-func (bs *Budgets) forget(key string, b *Budget) {
-	b.evicted.Store(true)
-	b.stopTicking()
-	bs.hosts.Delete(key)
+func (bs *Budgets) forget(r *originRecord) {
+	r.evicted.Store(true)
+	r.budget.stopTicking()
+	bs.hosts.Delete(r.key)
 	bs.size--
 }

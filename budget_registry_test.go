@@ -39,7 +39,7 @@ func checkOneKeyPerHost(t *testing.T, bs *Budgets) map[string]*Budget {
 	seen := make(map[*Budget]string, len(reg))
 	for k, b := range reg {
 		require.Equal(t, hostKey(k), k, "keys are canonical hosts")
-		require.Equal(t, k, b.key)
+		require.Equal(t, k, b.rec.key)
 		if other, dup := seen[b]; dup {
 			t.Fatalf("%q and %q share a budget", k, other)
 		}
@@ -114,7 +114,7 @@ func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
 	hosts := make([]string, maxBudgetHosts)
 	for i := range hosts {
 		hosts[i] = fmt.Sprintf("h%d.example", i)
-		b := bs.insert(hosts[i], t0)
+		b := bs.insertBudget(hosts[i], t0)
 		b.recordAt(bt0) // all equally active: the cut breaks ties as it likes
 	}
 	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
@@ -123,9 +123,9 @@ func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
 	// new hosts make the registry cut a tenth again and again.
 	for round := range 3 {
 		for i, h := range hosts {
-			bs.insert(hostKey(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
+			bs.insertBudget(hostKey(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
 			if i%997 == 0 {
-				bs.insert(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).recordAt(bt0)
+				bs.insertBudget(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).recordAt(bt0)
 			}
 		}
 	}
@@ -154,7 +154,7 @@ func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
 	bs.sweep(time.Now().Add(time.Hour).UnixNano())
 	bs.mu.Unlock()
 	assert.Empty(t, budgetRegistry(t, bs))
-	assert.True(t, b.evicted.Load())
+	assert.True(t, b.rec.evicted.Load())
 	assert.Nil(t, b.cur.Load(), "no current bucket: the ticker is stopped")
 	assert.False(t, b.ticker.Stop(), "the ticker was already stopped")
 }
@@ -166,12 +166,12 @@ func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
 func TestBudgetsIdleSweepKeepsDemotedAndLearnedHosts(t *testing.T) {
 	bs := NewBudgets()
 	now := time.Now()
-	bs.entry("idle.example")
-	bs.entry("cold.example").learned().record(time.Millisecond, 0.95)
+	bs.record("idle.example")
+	bs.record("cold.example").learned().record(time.Millisecond, 0.95)
 	for range latencyEvery {
-		bs.entry("learned.example").learned().record(time.Millisecond, 0.95)
+		bs.record("learned.example").learned().record(time.Millisecond, 0.95)
 	}
-	demoted := bs.entry("demoted.example")
+	demoted := bs.record("demoted.example")
 	for range 5 {
 		demoted.demotion.failed(now, probe{}, Demote{After: 5, For: time.Hour}.resolve(), nil)
 	}
@@ -207,7 +207,7 @@ func TestBudgetsFullKeepsItsBusyHosts(t *testing.T) {
 		ns := now.UnixNano()
 		for h := range busy {
 			// Every request to an upstream in an outage asks for a resend.
-			b := bs.insert(names[h], ns)
+			b := bs.insertBudget(names[h], ns)
 			b.configure(cfg)
 			b.recordAt(now)
 			if b.tryReserveAt(now) {
@@ -218,7 +218,7 @@ func TestBudgetsFullKeepsItsBusyHosts(t *testing.T) {
 			}
 		}
 		for j := range perStep {
-			b := bs.insert(fmt.Sprintf("once-%d-%d.example", i, j), ns)
+			b := bs.insertBudget(fmt.Sprintf("once-%d-%d.example", i, j), ns)
 			b.configure(cfg)
 			b.recordAt(now)
 		}
@@ -250,18 +250,18 @@ func TestBudgetsClockMovesWithSlots(t *testing.T) {
 	inserted := bs.clock.Load()
 	before.Record()
 	busy.Record() // starts busy's ticker
-	assert.Equal(t, inserted, before.used.Load())
+	assert.Equal(t, inserted, before.rec.used.Load())
 	require.Eventually(t, func() bool { return bs.clock.Load() > inserted }, time.Minute, time.Millisecond,
 		"busy's next slot moves the clock")
 	busy.Record()
-	assert.Greater(t, busy.used.Load(), before.used.Load())
+	assert.Greater(t, busy.rec.used.Load(), before.rec.used.Load())
 
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	bs.size = maxBudgetHosts // as if full: the cut takes the least recent tenth, at least one
 	bs.sweep(inserted)
-	assert.True(t, before.evicted.Load())
-	assert.False(t, busy.evicted.Load())
+	assert.True(t, before.rec.evicted.Load())
+	assert.False(t, busy.rec.evicted.Load())
 }
 
 // BenchmarkBudgetsHotPath measures the two tricks of a request's budget
@@ -283,7 +283,8 @@ func BenchmarkBudgetsHotPath(b *testing.B) {
 	b.Run("For/map", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			bs.lookup(host).configure(cfg)
+			bs.hosts.Load(host)
+			bs.record(host).budget.configure(cfg)
 		}
 	})
 	b.Run("Record/ticker", func(b *testing.B) {

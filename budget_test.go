@@ -246,39 +246,39 @@ func TestBudgetsEvictIdleHosts(t *testing.T) {
 	t0 := bt0.UnixNano()
 	sec := int64(time.Second)
 
-	a := bs.insert("a", t0) // first insertion: sweeps the empty registry
+	a := bs.insertBudget("a", t0) // first insertion: sweeps the empty registry
 	a.recordAt(bt0)
-	long := bs.insert("long", t0)
+	long := bs.insertBudget("long", t0)
 	long.configure(BudgetConfig{Window: time.Minute})
 	long.recordAt(bt0)
-	b := bs.insert("b", t0+sec) // no sweep: 1 s since the last
+	b := bs.insertBudget("b", t0+sec) // no sweep: 1 s since the last
 	b.recordAt(budgetAt(5 * time.Second))
 	assert.Len(t, budgetRegistry(t, bs), 3)
 
 	// 10.5 s after the last sweep: "a" has been idle for a whole window;
 	// "b" has not, nor has "long" with its 1 min window.
-	c := bs.insert("c", t0+10*sec+sec/2)
+	c := bs.insertBudget("c", t0+10*sec+sec/2)
 	c.recordAt(budgetAt(10500 * time.Millisecond))
 	assert.ElementsMatch(t, []string{"b", "c", "long"}, mapKeys(budgetRegistry(t, bs)))
-	a2 := bs.insert("a", t0+10*sec+sec/2)
+	a2 := bs.insertBudget("a", t0+10*sec+sec/2)
 	assert.NotSame(t, a, a2, "an evicted host starts afresh")
 	assert.Equal(t, BudgetStats{}, windowAt(a2, bt0))
 	a2.recordAt(budgetAt(10500 * time.Millisecond))
 
 	// "b" is idle from +15 s, but no sweep runs until 10 s after the last.
-	bs.insert("d", t0+16*sec)
+	bs.insertBudget("d", t0+16*sec)
 	assert.Contains(t, budgetRegistry(t, bs), "b")
 
 	// The next sweep forgets it, and "d", which never counted anything;
 	// "long" stays within its minute, "a" and "c" were active at +19s.
 	a2.recordAt(budgetAt(19 * time.Second))
 	c.recordAt(budgetAt(19 * time.Second))
-	bs.insert("e", t0+21*sec)
+	bs.insertBudget("e", t0+21*sec)
 	assert.ElementsMatch(t, []string{"a", "c", "e", "long"}, mapKeys(budgetRegistry(t, bs)))
 	assert.Same(t, long, budgetRegistry(t, bs)["long"])
 
 	// A minute and more later, everything idle goes.
-	bs.insert("f", t0+61*sec)
+	bs.insertBudget("f", t0+61*sec)
 	assert.ElementsMatch(t, []string{"f"}, mapKeys(budgetRegistry(t, bs)))
 }
 
@@ -288,7 +288,7 @@ func budgetRegistry(t *testing.T, bs *Budgets) map[string]*Budget {
 	t.Helper()
 	m := make(map[string]*Budget)
 	bs.hosts.Range(func(k, v any) bool {
-		m[k.(string)] = v.(*Budget)
+		m[k.(string)] = &v.(*originRecord).budget
 		return true
 	})
 	bs.mu.Lock()
@@ -309,16 +309,16 @@ func mapKeys[V any](m map[string]V) []string {
 func TestBudgetsBoundedHosts(t *testing.T) {
 	bs := &Budgets{}
 	t0 := bt0.UnixNano()
-	oldest := bs.insert("oldest", t0)
+	oldest := bs.insertBudget("oldest", t0)
 	oldest.recordAt(bt0)
 	for i := 1; i < maxBudgetHosts; i++ {
-		bs.insert(fmt.Sprintf("h%d", i), t0+int64(time.Second)).recordAt(budgetAt(time.Second))
+		bs.insertBudget(fmt.Sprintf("h%d", i), t0+int64(time.Second)).recordAt(budgetAt(time.Second))
 	}
 	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
 
 	// Full, and nobody idle: the least recently active tenth goes, the
 	// oldest first, so that the next thousand insertions need no scan.
-	bs.insert("new", t0+2*int64(time.Second)).recordAt(budgetAt(2 * time.Second))
+	bs.insertBudget("new", t0+2*int64(time.Second)).recordAt(budgetAt(2 * time.Second))
 	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts-maxBudgetHosts/10+1)
 	assert.NotContains(t, budgetRegistry(t, bs), "oldest")
 	assert.Contains(t, budgetRegistry(t, bs), "new")
@@ -326,14 +326,14 @@ func TestBudgetsBoundedHosts(t *testing.T) {
 	// It never grows past the bound.
 	for i := range 10 {
 		now := t0 + 3*int64(time.Second) + int64(i)*int64(time.Millisecond)
-		bs.insert(fmt.Sprintf("more%d", i), now).recordAt(time.Unix(0, now))
+		bs.insertBudget(fmt.Sprintf("more%d", i), now).recordAt(time.Unix(0, now))
 		require.LessOrEqual(t, len(budgetRegistry(t, bs)), maxBudgetHosts, "after insertion %d", i)
 	}
 	assert.Len(t, budgetRegistry(t, bs), maxBudgetHosts-maxBudgetHosts/10+11)
 	assert.Contains(t, budgetRegistry(t, bs), "more9")
 
 	// An existing host is found, not inserted.
-	assert.Same(t, budgetRegistry(t, bs)["more9"], bs.insert("more9", t0+4*int64(time.Second)))
+	assert.Same(t, budgetRegistry(t, bs)["more9"], bs.insertBudget("more9", t0+4*int64(time.Second)))
 	assert.Len(t, budgetRegistry(t, bs), maxBudgetHosts-maxBudgetHosts/10+11)
 }
 
@@ -449,7 +449,7 @@ func TestBudgetsForAfterEviction(t *testing.T) {
 	// A sweep far in the future forgets both; For must not hand out the
 	// forgotten budget, even the one it returned last.
 	far := time.Now().Add(time.Hour).UnixNano()
-	bs.insert("c.example", far)
+	bs.insertBudget("c.example", far)
 	assert.NotContains(t, budgetRegistry(t, bs), "b.example")
 	b2 := bs.For("b.example", BudgetConfig{})
 	assert.NotSame(t, b, b2)
@@ -494,8 +494,13 @@ func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
 // without sleeping; it leaves the ticker that Record keeps alone, and
 // stamps the registry's clock as Record does.
 func (b *Budget) recordAt(now time.Time) {
-	b.stamp()
+	if b.rec != nil {
+		b.rec.stamp()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.current(now.UnixNano()).requests.Add(1)
 }
+
+// insertBudget is the budget of the record insert adds.
+func (bs *Budgets) insertBudget(key string, now int64) *Budget { return &bs.insert(key, now).budget }

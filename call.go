@@ -9,10 +9,7 @@ import (
 
 // call is the state of one request across its attempts.
 type call struct {
-	t          *RetryTransport
-	req        *http.Request // the caller's, never modified
-	p          *hostPolicy
-	maxRetries int
+	route
 	// targets are the candidates: the request's own origin first, then
 	// its usable fallbacks, the demoted ones moved last (see setTargets);
 	// one holds the own origin when there are none.
@@ -22,19 +19,16 @@ type call struct {
 	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
 	first   attempt        // attempt 1, held here to save it an allocation
 
-	sent           int           // attempts sent, hedged copies included
-	drawn          int           // attempts drawn on the pool of maxRetries
-	resendable     bool          // the method or a key makes a resend safe
-	demoting       bool          // Demote may reorder the candidates, and counts their failures
-	nested         bool          // req is an outer httpretry's attempt: see fromOuterAttempt
-	marks          bool          // every attempt carries its number: an httpretry is inside
-	hedged         bool          // attempts are hedged: see hedges
-	header         http.Header   // req.Header plus an added idempotency key; nil: req.Header
-	body           *replayBody   // nil: no body, or GetBody replays it
-	waitLeft       time.Duration // what is left of the wait budget; negative: unbounded
-	policyDeadline time.Time     // zero: none
-	deadline       time.Time     // the earlier of policyDeadline and the context's; zero: none
-	rng            *rand.Rand    // for the waits; nil: the shared source (tests fix it)
+	sent       int           // attempts sent, hedged copies included
+	drawn      int           // attempts drawn on the pool of maxRetries
+	resendable bool          // the method or a key makes a resend safe
+	demoting   bool          // Demote may reorder the candidates, and counts their failures
+	hedged     bool          // attempts are hedged: see hedges
+	header     http.Header   // req.Header plus an added idempotency key; nil: req.Header
+	body       *replayBody   // nil: no body, or GetBody replays it
+	waitLeft   time.Duration // what is left of the wait budget; negative: unbounded
+	deadline   time.Time     // the earlier of policyDeadline and the context's; zero: none
+	rng        *rand.Rand    // for the waits; nil: the shared source (tests fix it)
 }
 
 // outcome is what one attempt came back with: a response or an error, and
@@ -92,13 +86,14 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	return !hedged && !keyed
 }
 
-// newCall sets up what the attempts after the first need; start is when
-// the first attempt was sent.
+// newCall sets up what the attempts after the first need.
 //
 // The candidates are set last, since whether the request may probe a
-// demoted origin depends on its body; pinned keeps the own origin first.
-func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fallbacks []origin, budget *Budget, maxRetries int, start time.Time, pinned bool) *call {
-	c := &call{t: t, req: r, p: p, maxRetries: maxRetries, sent: 1}
+// demoted origin depends on its body; the own origin stays first unless
+// the route reorders.
+func newCall(rt *route) *call {
+	c := &call{route: *rt, sent: 1}
+	r, p := c.req, c.p
 	c.resendable = resendable(r, p.idemHeaders)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
 		c.header = r.Header.Clone()
@@ -110,19 +105,16 @@ func newCall(t *RetryTransport, r *http.Request, own origin, p *hostPolicy, fall
 	}
 	if hasBody(r) && r.GetBody == nil {
 		limit := p.maxReplay
-		if !c.resendable || maxRetries == 0 && !hasUsableFallback(own, fallbacks) {
+		if !c.resendable || c.maxRetries == 0 && !c.moves {
 			// It may be resent only if it never left: count, don't keep.
 			limit = 0
 		}
 		c.body = newReplayBody(r.Body, limit, r.ContentLength)
 	}
-	c.setTargets(fallbacks, target{scheme: own.scheme, host: own.host, budget: budget}, pinned)
+	c.setTargets()
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
 	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
 	c.waitLeft = p.waitBudget
-	if p.deadline > 0 {
-		c.policyDeadline = start.Add(p.deadline)
-	}
 	c.deadline = c.policyDeadline
 	if d, ok := r.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
 		c.deadline = d

@@ -338,7 +338,7 @@ func (c *call) tellOrigin(o *outcome) {
 	if !c.demoting || tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
 		return
 	}
-	s, p := &tg.state.demotion, tg.probe
+	s, p := &tg.rec.demotion, tg.probe
 	now := time.Now()
 	tooMany := o.resp != nil && o.resp.StatusCode == http.StatusTooManyRequests
 	switch {
@@ -364,7 +364,7 @@ func (c *call) failedAt(now time.Time, a *attempt, status int, err error) {
 	tg := a.tg
 	p := tg.probe
 	tg.probe = probe{}
-	if demoted, d := tg.state.demotion.failed(now, p, c.p.demote, c.rng); demoted {
+	if demoted, d := tg.rec.demotion.failed(now, p, c.p.demote, c.rng); demoted {
 		c.emit(Event{Kind: EventDemote, Attempt: a.n, Status: status, Err: err, Delay: d}, tg)
 	}
 }
@@ -390,7 +390,7 @@ func (c *call) releaseProbes() {
 	}
 	for i := range c.targets {
 		if tg := &c.targets[i]; tg.probe.claimed != 0 {
-			tg.state.demotion.release(tg.probe)
+			tg.rec.demotion.release(tg.probe)
 			tg.probe = probe{}
 		}
 	}

@@ -397,7 +397,7 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 		budgets := NewBudgets()
 		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Second, Max: 3 * time.Second})),
 			WithBudgets(budgets), WithObserver(rec.observe))
-		a := budgets.entry("a.test")
+		a := budgets.record("a.test")
 		// demoted checks that the request just sent demoted the primary
 		// as the nth in a row, and returns the length drawn.
 		seen := 0
@@ -410,7 +410,7 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 			require.Equal(t, "http://a.test", e.Origin)
 			assert.Equal(t, n, a.demotion.streak.Load())
 			between(t, ceiling, e.Delay, "n = %d", n)
-			assert.Equal(t, e.Delay, a.Stats().DemotedFor)
+			assert.Equal(t, e.Delay, a.budget.Stats().DemotedFor)
 			return e.Delay
 		}
 
@@ -419,9 +419,9 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 		for n, ceiling := range []time.Duration{2, 3, 3, 3, 3} {
 			time.Sleep(d - time.Nanosecond)
 			assert.Equal(t, []string{"b.test"}, o.get(t, rt), "demoted until its last nanosecond")
-			assert.Equal(t, time.Nanosecond, a.Stats().DemotedFor)
+			assert.Equal(t, time.Nanosecond, a.budget.Stats().DemotedFor)
 			time.Sleep(time.Nanosecond)
-			assert.Zero(t, a.Stats().DemotedFor)
+			assert.Zero(t, a.budget.Stats().DemotedFor)
 			assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "expired: the probe fails")
 			d = demoted(int64(n+2), ceiling*time.Second)
 		}
@@ -431,7 +431,7 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 			time.Sleep(d)
 			o.set("a.test", respond(http.StatusOK))
 			assert.Equal(t, []string{"a.test"}, o.get(t, rt), "the probe answers")
-			assert.Zero(t, a.Stats().DemotedFor)
+			assert.Zero(t, a.budget.Stats().DemotedFor)
 			o.set("a.test", respond(http.StatusServiceUnavailable))
 		}
 		restore()
@@ -626,7 +626,7 @@ func TestDemoteProbe(t *testing.T) {
 			assert.Equal(t, "http://a.test", again[1].Origin)
 			assert.Equal(t, http.StatusServiceUnavailable, again[1].Status)
 			between(t, 2*time.Second, again[1].Delay, "the second in a row")
-			assert.Equal(t, int64(2), budgets.entry("a.test").demotion.streak.Load())
+			assert.Equal(t, int64(2), budgets.record("a.test").demotion.streak.Load())
 			assert.Equal(t, []string{"b.test"}, o.get(t, rt), "demoted again")
 			assert.Empty(t, ofKind(rec.all(), EventRestore))
 		})
@@ -812,12 +812,12 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 				var rec recorder
 				budgets := NewBudgets()
 				rt := New(o, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe))
-				a := budgets.entry("a.test")
+				a := budgets.record("a.test")
 				o.set("a.test", respond(http.StatusServiceUnavailable))
 				for range 3 {
 					require.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 				}
-				demotion := a.Stats().DemotedFor
+				demotion := a.budget.Stats().DemotedFor
 				require.NotZero(t, demotion)
 
 				// The fallback fails, and the demoted primary, last, answers.
@@ -830,7 +830,7 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 				if held == 0 {
 					held = demotion
 				}
-				assert.Equal(t, held, a.Stats().DemotedFor)
+				assert.Equal(t, held, a.budget.Stats().DemotedFor)
 				assert.Len(t, ofKind(rec.all(), EventDemote), 1, "no failure counted, no new demotion")
 				assert.Empty(t, ofKind(rec.all(), EventRestore))
 
@@ -853,7 +853,7 @@ func TestDemoteRetryAfterAcrossRequests(t *testing.T) {
 			o.set("a.test", respondRetryAfter(http.StatusServiceUnavailable, "60"))
 			assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
 			require.Len(t, ofKind(rec.all(), EventDemote), 2, "demoted again")
-			assert.Equal(t, 30*time.Second, budgets.entry("a.test").Stats().DemotedFor, "and held for MaxRetryAfter")
+			assert.Equal(t, 30*time.Second, budgets.record("a.test").budget.Stats().DemotedFor, "and held for MaxRetryAfter")
 		})
 	})
 

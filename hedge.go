@@ -243,7 +243,7 @@ func (c *call) hedgeAfter(tg *target) (time.Duration, bool) {
 	if h.Quantile == 0 {
 		return h.After, true
 	}
-	est, warm := tg.state.learned().estimate()
+	est, warm := tg.rec.learned().estimate()
 	return hedgeDelay(est, warm, h.After, h.MinAfter)
 }
 
@@ -260,19 +260,12 @@ func (h *hedgedRound) learn(o outcome) {
 	}
 	switch {
 	case !o.failure && o.err == nil:
-		learnAt(o.a.tg, o.a.took, q)
+		o.a.tg.rec.learn(o.a.took, q)
 	case o.failure && o.a.fired.Load() && !o.a.byDeadline:
 		// A timeout RetryIf declines is an error like any other it
 		// declines: not recorded (point 17).
-		learnAt(o.a.tg, c.p.perTry, q)
+		o.a.tg.rec.learn(c.p.perTry, q)
 	}
-}
-
-// learnAt records one time to response headers of tg's origin, and marks
-// the origin in use, whether its budget records requests or not.
-func learnAt(tg *target, d time.Duration, q float64) {
-	tg.state.learned().record(d, q)
-	tg.state.stamp()
 }
 
 // cancelLosers cancels every attempt but the winner and waits for the
@@ -292,7 +285,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 	first, q := h.inflight[0], h.c.p.hedge.Quantile
 	overtaken := winner != nil && winner != first && !first.received && h.c.req.Context().Err() == nil
 	if q > 0 && overtaken {
-		learnAt(first.tg, max(h.after-1, 0), q)
+		first.tg.rec.learn(max(h.after-1, 0), q)
 	}
 	for _, a := range h.inflight {
 		if a != winner {

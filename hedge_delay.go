@@ -197,26 +197,6 @@ func ceilFloat(x float64) int {
 	return int(math.Ceil(x - x*1e-9))
 }
 
-// hasLearned reports whether the origin has a learned hedge delay: its
-// estimator is warm.
-func (b *Budget) hasLearned() bool {
-	l := b.latencies.Load()
-	if l == nil {
-		return false
-	}
-	_, warm := l.estimate()
-	return warm
-}
-
-// learned is the origin's latency estimator, made on first use.
-func (b *Budget) learned() *latencies {
-	if l := b.latencies.Load(); l != nil {
-		return l
-	}
-	b.latencies.CompareAndSwap(nil, new(latencies))
-	return b.latencies.Load()
-}
-
 // takeCopyAt counts one learned hedged copy in the window at now, if the
 // window's learned copies stay within learnedCopyCap(q, requests), and
 // reports whether it did: a distribution that drifts faster than the

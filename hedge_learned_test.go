@@ -78,7 +78,7 @@ func at(d time.Duration) time.Duration { return latencyUpper(latencyBucket(d)) }
 // recorded counts the samples host's estimator in bs holds, by the upper
 // bound of their bucket; nil when it holds none.
 func recorded(bs *Budgets, host string) map[time.Duration]int {
-	l := bs.entry(host).latencies.Load()
+	l := bs.record(host).latencies.Load()
 	if l == nil {
 		return nil
 	}
@@ -97,7 +97,7 @@ func recorded(bs *Budgets, host string) map[time.Duration]int {
 // warm records latencyEvery samples of d on host's estimator in bs, which
 // makes it warm with d's bucket as the estimate of any quantile.
 func warm(bs *Budgets, host string, d time.Duration) {
-	l := bs.entry(host).learned()
+	l := bs.record(host).learned()
 	for range latencyEvery {
 		l.record(d, 0.95)
 	}
@@ -583,7 +583,7 @@ func TestLearnedHedgeManyClients(t *testing.T) {
 
 		assert.EqualValues(t, clients*requests, answered.Load())
 		assert.Positive(t, reads.Load())
-		l := bs.entry(apiHost).latencies.Load()
+		l := bs.record(apiHost).latencies.Load()
 		require.NotNil(t, l)
 		est, warm := l.estimate()
 		assert.True(t, warm)

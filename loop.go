@@ -44,8 +44,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			}
 			resp := o.a.deliver(o.resp)
 			if !c.nested { // the outer httpretry resumes, or no one
-				wrapResumable(c.t, c.req, c.p, c.maxRetries, o.a.tg, o.a.n, c.sent,
-					c.policyDeadline, resp)
+				c.wrapResumable(o.a.tg, o.a.n, c.sent, resp)
 			}
 			return resp, nil
 		}
@@ -174,7 +173,7 @@ func (c *call) clock(resp *http.Response) time.Time {
 		return time.Now()
 	}
 	for i := range c.targets {
-		if tg := &c.targets[i]; tg.budget != nil || !tg.raUntil.IsZero() {
+		if tg := &c.targets[i]; tg.budgeted || !tg.raUntil.IsZero() {
 			return time.Now()
 		}
 	}

@@ -19,21 +19,19 @@ import (
 // rule a resend does. What is resume's own is the decision of what a
 // resume response means (judgeResume) and the bookkeeping of bytes.
 
-// wrapResumable gives resp, about to be handed to the caller of req from
+// wrapResumable gives resp, about to be handed to the caller of r from
 // attempt n to tg, a body that resumes when it breaks, if resp is eligible
 // (see Resume). sent is the number of attempts the request has sent, which
-// the resume requests' numbers follow, and policyDeadline its Deadline,
-// zero for none. Any other response is left as it is, at no cost but the
-// checks.
-func wrapResumable(t *RetryTransport, req *http.Request, p *hostPolicy, maxRetries int,
-	tg *target, n, sent int, policyDeadline time.Time, resp *http.Response) {
-	at, ok := p.resumable(req, resp, maxRetries)
+// the resume requests' numbers follow. Any other response is left as it
+// is, at no cost but the checks.
+func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
+	at, ok := r.p.resumable(r.req, resp, r.maxRetries)
 	if !ok {
 		return
 	}
-	resp.Body = &resumeBody{t: t, req: req, p: p, origin: origin{tg.scheme, tg.host}, moved: tg.moved,
-		budget: tg.budget, sent: sent, last: n, policyDeadline: policyDeadline, at: at,
-		pos: at.first, from: at.first, cur: resp.Body}
+	resp.Body = &resumeBody{t: r.t, req: r.req, p: r.p, origin: origin{tg.scheme, tg.host}, moved: tg.moved,
+		rec: tg.rec, budgeted: tg.budgeted, sent: sent, last: n, policyDeadline: r.policyDeadline,
+		at: at, pos: at.first, from: at.first, cur: resp.Body}
 }
 
 // resumeBody is a response body that continues from the byte it reached
@@ -44,11 +42,12 @@ type resumeBody struct {
 	t              *RetryTransport
 	req            *http.Request // the caller's
 	p              *hostPolicy
-	origin         origin    // the body came from, never another: a validator belongs to one
-	moved          bool      // origin is a fallback: the request's URL is rewritten to it
-	budget         *Budget   // origin's; nil when the budget is disabled
-	sent           int       // the request's attempts before the first resume request
-	policyDeadline time.Time // zero: none
+	origin         origin        // the body came from, never another: a validator belongs to one
+	moved          bool          // origin is a fallback: the request's URL is rewritten to it
+	rec            *originRecord // origin's, as its candidate held it
+	budgeted       bool          // rec's budget is charged
+	sent           int           // the request's attempts before the first resume request
+	policyDeadline time.Time     // zero: none
 	at             resumeAt
 
 	// Read's own state.
@@ -407,13 +406,12 @@ func answered(resp *http.Response) error {
 // and Deadline, in ctx, which Close cancels. Its pool is unbounded: the
 // body counts resume requests against Resume.Max itself.
 func (b *resumeBody) newCall(ctx context.Context) *call {
-	c := &call{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt, sent: b.sent,
-		resendable: true}
-	c.one[0] = target{scheme: b.origin.scheme, host: b.origin.host, moved: b.moved, budget: b.budget,
-		tried: true}
+	c := &call{route: route{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt,
+		policyDeadline: b.policyDeadline}, sent: b.sent, resendable: true}
+	c.one[0] = target{scheme: b.origin.scheme, host: b.origin.host, moved: b.moved, rec: b.rec,
+		budgeted: b.budgeted, tried: true}
 	c.targets = c.one[:]
 	c.waitLeft = b.p.waitBudget
-	c.policyDeadline = b.policyDeadline
 	c.deadline = c.policyDeadline
 	if d, ok := ctx.Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
 		c.deadline = d

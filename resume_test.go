@@ -153,16 +153,17 @@ func TestResumeWrapCost(t *testing.T) {
 	header := http.Header{"Etag": {`"a"`}}
 	resp := &http.Response{StatusCode: 200, ContentLength: 1 << 20, Header: header, Body: body}
 	tg := &target{scheme: "http", host: "o.example"}
+	r := &route{t: tr, req: req, p: hp, maxRetries: 3}
 	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() {
 		resp.Body = body
-		wrapResumable(tr, req, hp, 3, tg, 1, 1, time.Time{}, resp)
+		r.wrapResumable(tg, 1, 1, resp)
 	}))
 	_, wrapped := resp.Body.(*resumeBody)
 	assert.True(t, wrapped)
 	resp.ContentLength = 100
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		resp.Body = body
-		wrapResumable(tr, req, hp, 3, tg, 1, 1, time.Time{}, resp)
+		r.wrapResumable(tg, 1, 1, resp)
 	}))
 	assert.Equal(t, body, resp.Body)
 }

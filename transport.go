@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
 )
@@ -87,94 +86,17 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.base == nil {
 		return zeroTransport().RoundTrip(req)
 	}
-	if req == nil {
-		return nil, errNilRequest
-	}
-	if req.URL == nil {
-		closeBody(req.Body)
-		return nil, errNilURL
-	}
-	own := originOf(req.URL)
-	p := t.policies.lookup(own)
-	maxRetries := p.maxRetries
-	if n, ok := maxRetriesFrom(req.Context()); ok {
-		maxRetries = n
-	}
-	fallbacks, err := fallbacksFor(req, p)
-	if err != nil {
-		closeBody(req.Body)
+	r, err := t.resolve(req)
+	switch {
+	case err != nil:
 		return nil, err
+	case r.passes():
+		return r.passThrough()
 	}
-	// An outer httpretry's policy governs its attempts: this one makes
-	// no resends of its own, and only its fallbacks and time bounds act.
-	nested := fromOuterAttempt(req)
-	if nested {
-		maxRetries = 0
+	if r.findRecord(); r.fast() {
+		return r.sendFast()
 	}
-	moves := hasUsableFallback(own, fallbacks)
-	marks := t.wrapsRetry.Load() // even a request sent once must tell the httpretry inside
-	if maxRetries == 0 && !moves && p.untimed && !marks {
-		if nested && !p.budget.Disabled {
-			t.budgets.forKey(own.host, p.budget).Record()
-		}
-		return passThrough(t.base, req)
-	}
-
-	var budget *Budget
-	if !p.budget.Disabled {
-		budget = t.budgets.forKey(own.host, p.budget)
-	}
-	// With Demote, an origin that has a demotion standing sends the
-	// request to the slow path, where the candidates are reordered; any
-	// other costs one atomic load here.
-	var state *Budget
-	reorder := false
-	if moves && p.demote.after > 0 {
-		if state = budget; state == nil {
-			state = t.budgets.entry(own.host)
-		}
-		reorder = state.demotion.standing()
-	}
-	if budget != nil && !reorder {
-		budget.Record()
-	}
-	if !nested && !marks && !reorder && sendsAsIs(req, p) {
-		// The fast path: the caller's own request goes out untouched, and a
-		// first answer that is not retried costs nothing more.
-		resp, err := t.base.RoundTrip(req)
-		if err == nil && resp != nil && p.answersGuarded(resp) {
-			if state != nil {
-				state.demotion.answeredAt(time.Now, resp.StatusCode == http.StatusTooManyRequests)
-			}
-			tg := &target{scheme: own.scheme, host: own.host, budget: budget}
-			wrapResumable(t, req, p, maxRetries, tg, 1, 1, time.Time{}, resp)
-			return resp, nil
-		}
-		resp, err = checkOutcome(resp, err)
-		// No Deadline on this path, so the start time is not needed.
-		c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Time{}, true)
-		defer c.releaseProbes() // claimed in newCall; a panic must not keep them
-		c.targets[0].tried = true
-		if resp != nil {
-			return c.loop(outcome{a: &c.first, resp: resp, failure: true}) // answers said so
-		}
-		return c.loop(c.judge(&c.first, nil, err))
-	}
-	c := newCall(t, req, own, p, fallbacks, budget, maxRetries, time.Now(), !reorder)
-	defer c.releaseProbes()
-	if c.body != nil {
-		// Deferred here, not in the loop: a callback that panics in the
-		// first round must leave the caller's body closed too.
-		defer c.body.finish()
-	}
-	c.nested, c.marks = nested, marks
-	first := &c.targets[0]
-	if b := c.budgetOf(first); reorder && b != nil {
-		// Its first attempt is this origin's request (point 18).
-		b.Record()
-	}
-	first.tried = true
-	return c.loop(c.round(1, first, c.firstBody()))
+	return r.send()
 }
 
 // passThrough sends req once, as it is, holding the base to the

@@ -87,38 +87,39 @@ func hasUsableFallback(own origin, fallbacks []origin) bool {
 // setTargets makes the request's candidates: its own origin, then each
 // usable fallback once, with the budget of that origin's host policy.
 // Under Demote, the candidates with a demotion running go last (see
-// demoteLast), but for the own origin when pinned, as it is once its
-// attempt has gone. A candidate carries its record in Budgets when the
+// demoteLast), but for the own origin unless the route reorders: on the
+// fast path its attempt has gone already. A candidate carries its record in Budgets when the
 // request may reorder or learns a hedge delay.
-func (c *call) setTargets(fallbacks []origin, own target, pinned bool) {
+func (c *call) setTargets() {
+	own := target{scheme: c.own.scheme, host: c.own.host, rec: c.rec, budgeted: c.budgeted}
 	c.one[0] = own
 	c.targets = c.one[:]
-	ownOrigin := origin{own.scheme, own.host}
-	for _, fb := range fallbacks {
-		if !usable(ownOrigin, fb) || c.isCandidate(fb) {
+	for _, fb := range c.fallbacks {
+		if !usable(c.own, fb) || c.isCandidate(fb) {
 			continue
 		}
 		if len(c.targets) == 1 {
-			c.targets = append(make([]target, 0, 1+len(fallbacks)), own)
+			c.targets = append(make([]target, 0, 1+len(c.fallbacks)), own)
 		}
 		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
 		if p := c.t.policies.lookup(fb); !p.budget.Disabled {
-			tg.budget = c.t.budgets.forKey(fb.host, p.budget)
+			tg.rec, tg.budgeted = c.t.budgets.record(fb.host), true
+			tg.rec.budget.configure(p.budget)
 		}
 		c.targets = append(c.targets, tg)
 	}
 	c.demoting = len(c.targets) > 1 && c.p.demote.after > 0
-	c.setStates()
+	c.setRecords()
 	if !c.demoting {
 		return
 	}
 	now, mayProbe := time.Now(), c.resendable && c.replayable()
 	order := c.targets
-	if pinned {
+	if !c.reorder {
 		order = order[1:]
 	}
 	demoteLast(order, func(tg *target) bool {
-		last, p := tg.state.demotion.place(now, mayProbe)
+		last, p := tg.rec.demotion.place(now, mayProbe)
 		tg.probe = p
 		return last
 	})
@@ -129,10 +130,14 @@ func (c *call) setTargets(fallbacks []origin, own target, pinned bool) {
 // credit, swept when another host was added): then it is found again, so
 // that what the request charges counts where the next request looks.
 func (c *call) budgetOf(tg *target) *Budget {
-	if b := tg.budget; b != nil && b.evicted.Load() {
-		tg.budget = c.t.budgets.forKey(tg.host, c.t.policies.lookup(origin{tg.scheme, tg.host}).budget)
+	if !tg.budgeted {
+		return nil
 	}
-	return tg.budget
+	if tg.rec.evicted.Load() {
+		tg.rec = c.t.budgets.record(tg.host)
+		tg.rec.budget.configure(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget)
+	}
+	return &tg.rec.budget
 }
 
 // isCandidate reports whether o is among the request's candidates already.
@@ -145,20 +150,56 @@ func (c *call) isCandidate(o origin) bool {
 	return false
 }
 
-// setStates gives each candidate its record in Budgets when the request
-// needs it, to reorder or to learn.
-func (c *call) setStates() {
+// setRecords gives each candidate whose budget is disabled its record in
+// Budgets when the request needs it, to reorder or to learn.
+func (c *call) setRecords() {
 	if !c.demoting && c.p.hedge.Quantile == 0 {
 		return
 	}
 	for i := range c.targets {
-		tg := &c.targets[i]
-		switch {
-		case tg.state != nil:
-		case tg.budget != nil:
-			tg.state = tg.budget
-		default:
-			tg.state = c.t.budgets.entry(tg.host)
+		if tg := &c.targets[i]; tg.rec == nil {
+			tg.rec = c.t.budgets.record(tg.host)
 		}
+	}
+}
+
+// target is an origin a request may be sent to, with what the attempt loop
+// knows of it during that request.
+type target struct {
+	scheme, host string // its origin, in canonical form (see originOf)
+	moved        bool   // a fallback: the request's URL is rewritten to it
+	// rec is the origin's record in Budgets, nil when the request needs
+	// none of it; budgeted says its budget is charged: the origin's
+	// policy has one.
+	rec      *originRecord
+	budgeted bool
+	// raUntil is the instant before which the origin asked, by
+	// Retry-After, not to be called again; raTooLong says it asked for
+	// more than MaxRetryAfter.
+	raUntil   time.Time
+	raTooLong bool
+	tried     bool
+	// probe is this request's claim on the origin's probe, given back by a
+	// verdict or at the end of the request.
+	probe probe
+}
+
+// origin is "scheme://host[:port]", as events report it.
+func (tg *target) origin() string { return tg.scheme + "://" + tg.host }
+
+// noteRetryAfter remembers what resp, a failure from tg judged at now,
+// asks of the next call to tg: the strongest instruction wins, since a
+// resend must never come earlier than any answer asked.
+func (tg *target) noteRetryAfter(resp *http.Response, now time.Time, maxRetryAfter time.Duration) {
+	if resp == nil {
+		return
+	}
+	ra, ok := retryAfter(resp.Header, now)
+	switch {
+	case !ok:
+	case ra > maxRetryAfter:
+		tg.raTooLong = true
+	case now.Add(ra).After(tg.raUntil):
+		tg.raUntil = now.Add(ra)
 	}
 }
