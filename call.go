@@ -2,7 +2,6 @@ package httpretry
 
 import (
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -22,35 +21,11 @@ type call struct {
 	sent       int           // attempts sent, hedged copies included
 	drawn      int           // attempts drawn on the pool of maxRetries
 	resendable bool          // the method or a key makes a resend safe
-	demoting   bool          // Demote may reorder the candidates, and counts their failures
 	hedged     bool          // attempts are hedged: see hedges
 	header     http.Header   // req.Header plus an added idempotency key; nil: req.Header
 	body       *replayBody   // nil: no body, or GetBody replays it
 	waitLeft   time.Duration // what is left of the wait budget; negative: unbounded
 	deadline   time.Time     // the earlier of policyDeadline and the context's; zero: none
-	rng        *rand.Rand    // for the waits; nil: the shared source (tests fix it)
-}
-
-// outcome is what one attempt came back with: a response or an error, and
-// whether that is a failure worth another attempt, judged once; told says
-// its origin has been told what it says (see tellOrigin).
-type outcome struct {
-	a       *attempt
-	resp    *http.Response
-	err     error
-	failure bool
-	told    bool
-}
-
-// judge makes an outcome of what attempt a came back with. It decides
-// only: the verdict is applied by whoever holds the outcome, where a
-// panic cannot lose it (the loop, or a hedged round for the attempts that
-// lost).
-func (c *call) judge(a *attempt, resp *http.Response, err error) outcome {
-	if c.p.retryIf != nil {
-		defer a.releaseOnPanic(resp)
-	}
-	return outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
 }
 
 // releaseOnPanic, deferred, discards resp and ends attempt a if a callback

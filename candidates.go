@@ -108,9 +108,8 @@ func (c *call) setTargets() {
 		}
 		c.targets = append(c.targets, tg)
 	}
-	c.demoting = len(c.targets) > 1 && c.p.demote.after > 0
 	c.setRecords()
-	if !c.demoting {
+	if !c.demoting() {
 		return
 	}
 	now, mayProbe := time.Now(), c.resendable && c.replayable()
@@ -153,7 +152,7 @@ func (c *call) isCandidate(o origin) bool {
 // setRecords gives each candidate whose budget is disabled its record in
 // Budgets when the request needs it, to reorder or to learn.
 func (c *call) setRecords() {
-	if !c.demoting && c.p.hedge.Quantile == 0 {
+	if !c.demoting() && c.p.hedge.Quantile == 0 {
 		return
 	}
 	for i := range c.targets {
@@ -186,20 +185,3 @@ type target struct {
 
 // origin is "scheme://host[:port]", as events report it.
 func (tg *target) origin() string { return tg.scheme + "://" + tg.host }
-
-// noteRetryAfter remembers what resp, a failure from tg judged at now,
-// asks of the next call to tg: the strongest instruction wins, since a
-// resend must never come earlier than any answer asked.
-func (tg *target) noteRetryAfter(resp *http.Response, now time.Time, maxRetryAfter time.Duration) {
-	if resp == nil {
-		return
-	}
-	ra, ok := retryAfter(resp.Header, now)
-	switch {
-	case !ok:
-	case ra > maxRetryAfter:
-		tg.raTooLong = true
-	case now.Add(ra).After(tg.raUntil):
-		tg.raUntil = now.Add(ra)
-	}
-}

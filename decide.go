@@ -31,6 +31,20 @@ func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
 	return p.answers(resp)
 }
 
+// judge makes an outcome of what attempt a came back with, judged at now
+// (see call.clock): whether it is a failure worth another attempt, and its
+// Retry-After, parsed once. It decides only: the verdict is applied by
+// whoever holds the outcome (see apply), where a panic cannot lose it. A
+// RetryIf that panics leaves resp closed and a ended.
+func (c *call) judge(a *attempt, resp *http.Response, err error, now time.Time) outcome {
+	if c.p.retryIf != nil {
+		defer a.releaseOnPanic(resp)
+	}
+	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
+	o.readRetryAfter(now)
+	return o
+}
+
 // failed reports whether an outcome is a failure worth another attempt. The
 // caller's context ending always is one, so that the loop reports it.
 func (c *call) failed(resp *http.Response, err error) bool {

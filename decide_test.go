@@ -74,7 +74,7 @@ func TestAdmitAtFixedInstants(t *testing.T) {
 // the budget as a longer Retry-After would be.
 func TestAdmitARetryAfterTheWaitAlreadyMeets(t *testing.T) {
 	jittered := resolvePolicy(Policy{MaxRetries: 3, Backoff: ExponentialJitter(10*time.Second, time.Minute)})
-	c := &call{route: route{p: jittered, maxRetries: 3}, waitLeft: ms(300), rng: rand.New(rand.NewPCG(1, 2))}
+	c := &call{route: route{p: jittered, maxRetries: 3, rng: rand.New(rand.NewPCG(1, 2))}, waitLeft: ms(300)}
 	require.GreaterOrEqual(t, jittered.backoff.Delay(1, rand.New(rand.NewPCG(1, 2))), ms(300), "the draw the wait budget cuts")
 	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0, false)
 	assert.Equal(t, Reason(0), reason)
@@ -200,6 +200,10 @@ func TestStrongerFailure(t *testing.T) {
 		}
 		return &http.Response{StatusCode: 503, Header: h}
 	}
+	judged := func(o outcome) outcome {
+		o.readRetryAfter(t0)
+		return o
+	}
 	e := outcome{err: errors.New("reset")}
 	tests := []struct {
 		name string
@@ -216,7 +220,7 @@ func TestStrongerFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, stronger(tt.x, tt.y, t0))
+			assert.Equal(t, tt.want, stronger(judged(tt.x), judged(tt.y)))
 		})
 	}
 }

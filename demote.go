@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"sync/atomic"
 	"time"
 )
@@ -238,17 +237,6 @@ func (s *demotion) clearFails() {
 	}
 }
 
-// answeredAt is answered for an answer outside any probe, reading the
-// clock only if the origin has a demotion standing: the fast path's
-// answers cost two atomic loads.
-func (s *demotion) answeredAt(clock func() time.Time, tooMany bool) bool {
-	if !s.standing() {
-		s.clearFails()
-		return false
-	}
-	return s.answered(clock(), probe{}, tooMany)
-}
-
 // release gives back p with no verdict: its request ended first
 // (canceled, past its deadline, or won by a copy sent elsewhere), and the
 // next request may probe. A claim already ended by another request's
@@ -319,79 +307,5 @@ func demoteLast[T any](s []T, last func(*T) bool) {
 			s[front] = x
 		}
 		front++
-	}
-}
-
-// tellOrigin tells the origin of o's attempt what o says of it, when the
-// request may reorder its candidates: a failure counts toward its
-// demotion (a failed probe demotes it again), an answer resets the count
-// and restores a demoted origin. A 429 is an answer that restores
-// nothing. No verdict: the caller's context ended, the policy's Deadline
-// cut the attempt, or RetryIf declined an error. A Retry-After keeps an
-// origin already demoted demoted until then (at most MaxRetryAfter).
-func (c *call) tellOrigin(o *outcome) {
-	if o.told {
-		return
-	}
-	o.told = true
-	tg := o.a.tg
-	if !c.demoting || tg == nil || c.req.Context().Err() != nil || o.a.fired.Load() && o.a.byDeadline {
-		return
-	}
-	s, p := &tg.rec.demotion, tg.probe
-	now := time.Now()
-	tooMany := o.resp != nil && o.resp.StatusCode == http.StatusTooManyRequests
-	switch {
-	case o.failure && !tooMany:
-		c.failedAt(now, o.a, status(o.resp), o.err)
-	case o.err == nil:
-		tg.probe = probe{}
-		if s.answered(now, p, tooMany) {
-			c.emit(Event{Kind: EventRestore, Attempt: o.a.n, Status: status(o.resp)}, tg)
-		}
-	}
-	if o.resp != nil {
-		if ra, ok := retryAfter(o.resp.Header, now); ok {
-			s.hold(now, ra, c.p.maxRetryAfter)
-		}
-	}
-}
-
-// failedAt counts a failure of attempt a's origin at now, given back as
-// status or err, toward its demotion (a failed probe demotes it again),
-// and tells of the demotion it tipped.
-func (c *call) failedAt(now time.Time, a *attempt, status int, err error) {
-	tg := a.tg
-	p := tg.probe
-	tg.probe = probe{}
-	if demoted, d := tg.rec.demotion.failed(now, p, c.p.demote, c.rng); demoted {
-		c.emit(Event{Kind: EventDemote, Attempt: a.n, Status: status, Err: err, Delay: d}, tg)
-	}
-}
-
-// tellOvertaken tells the origin of a, the first attempt of a hedged
-// round, that a copy to another origin answered before a had response
-// headers: a failure. An origin that black-holes its requests, with no
-// PerTryTimeout to cut them, fails no other way, and would never be
-// demoted while every request paid it the hedge delay.
-func (c *call) tellOvertaken(a *attempt) {
-	if !c.demoting || c.req.Context().Err() != nil {
-		return
-	}
-	c.failedAt(time.Now(), a, 0, errOvertaken)
-}
-
-// releaseProbes gives back the probes this request claimed and never gave
-// a verdict on: it ended first (canceled, past its deadline, won by
-// another candidate).
-func (c *call) releaseProbes() {
-	if !c.demoting {
-		return
-	}
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.probe.claimed != 0 {
-			tg.rec.demotion.release(tg.probe)
-			tg.probe = probe{}
-		}
 	}
 }

@@ -123,7 +123,8 @@ func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 	h.pending--
 	o.a.received = true
-	o = h.c.judge(o.a, o.resp, o.err)
+	now := h.c.clock(o.resp)
+	o = h.c.judge(o.a, o.resp, o.err, now)
 	h.learn(o)
 	if !o.failure {
 		h.held = &o // cancelLosers may tell of a demotion
@@ -132,14 +133,12 @@ func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 		return o, true // the loop applies its verdict
 	}
 	h.held = &o
-	h.c.tellOrigin(&o)
+	h.c.apply(&o)
 	h.held = nil
 	// The upstream is failing, not slow: more copies would only add to
 	// its load.
 	h.hedging = false
-	now := time.Now()
-	o.a.tg.noteRetryAfter(o.resp, now, h.c.p.maxRetryAfter)
-	if h.kept.a == nil || stronger(o, h.kept, now) {
+	if h.kept.a == nil || stronger(o, h.kept) {
 		o, h.kept = h.kept, o
 	}
 	if o.a != nil {
@@ -151,16 +150,11 @@ func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 // stronger reports whether failure x says more than y: an answer beats an
 // error, and of two answers the one asking for the longer Retry-After
 // wins; otherwise the later one, x.
-func stronger(x, y outcome, now time.Time) bool {
+func stronger(x, y outcome) bool {
 	if (x.resp == nil) != (y.resp == nil) {
 		return x.resp != nil
 	}
-	if x.resp == nil {
-		return true
-	}
-	rx, okx := retryAfter(x.resp.Header, now)
-	ry, oky := retryAfter(y.resp.Header, now)
-	return !oky || okx && rx >= ry
+	return x.resp == nil || !y.hasRA || x.hasRA && x.ra >= y.ra
 }
 
 // hedge sends a copy if one is admitted, to the next candidate not yet
@@ -301,6 +295,6 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 		o.a.discard(o.resp)
 	}
 	if overtaken && winner.tg != first.tg {
-		h.c.tellOvertaken(first)
+		h.c.tellOvertaken(first, time.Now())
 	}
 }

@@ -37,7 +37,7 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 	}()
 	for {
-		c.tellOrigin(&o)
+		c.apply(&o)
 		if !o.failure {
 			if o.err != nil {
 				return nil, fmt.Errorf("httpretry: %w", o.err)
@@ -48,10 +48,9 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			}
 			return resp, nil
 		}
-		now := c.clock(o.resp)
-		if !c.hedged {
-			// A hedged round noted every failure's as it came.
-			o.a.tg.noteRetryAfter(o.resp, now, c.p.maxRetryAfter)
+		now := o.at // judged just now, unless a hedged round kept it a while
+		if c.hedged {
+			now = c.clock(o.resp)
 		}
 		reason := c.refusal(o)
 		var p plan
@@ -164,13 +163,17 @@ func (c *call) commit(s plan) {
 	}
 }
 
-// clock is the instant the decisions after a failure with resp are taken
-// at, or the zero time when none of them depends on it: no Retry-After,
-// deadline or budget. On a virtual machine's clock (kvm-clock) a read
-// costs about 50 ns, an eighth of what a resend adds to its two calls.
+// clock is the instant an outcome with resp is judged at and the decisions
+// after it are taken at, or the zero time when none of them depends on
+// it: no Retry-After, deadline, budget or demotion. On a virtual machine's
+// clock (kvm-clock) a read costs about 50 ns, an eighth of what a resend
+// adds to its two calls.
 func (c *call) clock(resp *http.Response) time.Time {
-	if !c.deadline.IsZero() || resp != nil && resp.Header["Retry-After"] != nil {
+	if !c.deadline.IsZero() || c.demoting() {
 		return time.Now()
+	}
+	if t := clockFor(resp); !t.IsZero() {
+		return t
 	}
 	for i := range c.targets {
 		if tg := &c.targets[i]; tg.budgeted || !tg.raUntil.IsZero() {
@@ -178,6 +181,24 @@ func (c *call) clock(resp *http.Response) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// clockFor is the instant resp is judged at when it has a Retry-After to
+// read, or the zero time.
+func clockFor(resp *http.Response) time.Time {
+	if resp != nil && resp.Header["Retry-After"] != nil {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// instant is the instant v was judged at, read now if nothing needed it
+// then.
+func (v *verdict) instant() time.Time {
+	if v.at.IsZero() {
+		v.at = time.Now()
+	}
+	return v.at
 }
 
 // crosses reports whether d from now would reach the deadline.
@@ -254,13 +275,13 @@ func (c *call) giveUpError(reason Reason, err error) error {
 // emit tells the observers of e, which concerns an attempt to tg. An
 // event no observer wants is not completed: its Origin is a string to
 // build.
-func (c *call) emit(e Event, tg *target) {
-	if len(c.t.observers) == 0 || !c.t.observers.want(c.req.Context(), e.Kind) {
+func (r *route) emit(e Event, tg *target) {
+	if len(r.t.observers) == 0 || !r.t.observers.want(r.req.Context(), e.Kind) {
 		return
 	}
-	e.Request = c.req
+	e.Request = r.req
 	e.Origin = tg.origin()
-	c.t.observers.emit(e)
+	r.t.observers.emit(e)
 }
 
 func status(resp *http.Response) int {
@@ -289,7 +310,7 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 		a, r := c.newAttempt(n, tg, body)
 		c.sent = n
 		resp, err := c.do(a, r)
-		return c.judge(a, resp, err)
+		return c.judge(a, resp, err, c.clock(resp))
 	}
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
 	h.launch(n, tg, body)

@@ -366,7 +366,7 @@ func (b *resumeBody) resume() error {
 			if b.isClosed() {
 				return errReadOnClosedBody
 			}
-			o := c.judge(a, nil, err)
+			o := c.judge(a, nil, err, time.Time{})
 			reason := c.refusal(o)
 			if !o.failure {
 				reason = ReasonNotRetryable
@@ -385,7 +385,9 @@ func (b *resumeBody) resume() error {
 			a.discard(resp)
 			return b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
 		case resumeFailed:
-			tg.noteRetryAfter(resp, time.Now(), c.p.maxRetryAfter)
+			o := outcome{resp: resp}
+			o.readRetryAfter(clockFor(resp))
+			tg.noteRetryAfter(&verdict{ra: o.ra, hasRA: o.hasRA, at: o.at}, c.p.maxRetryAfter)
 			last, status = answered(resp), resp.StatusCode
 			a.discard(resp)
 			b.stuck++

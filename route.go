@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -29,6 +30,7 @@ type route struct {
 	// policyDeadline is the policy's Deadline from the first attempt;
 	// zero: none.
 	policyDeadline time.Time
+	rng            *rand.Rand // for the waits and demotions; nil: the shared source (tests fix it)
 }
 
 // resolve checks req and resolves it against t's configuration. On an
@@ -115,10 +117,10 @@ func (r *route) sendFast() (*http.Response, error) {
 	}
 	resp, err := r.t.base.RoundTrip(r.req)
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
-		if r.demoting() {
-			r.rec.demotion.answeredAt(time.Now, resp.StatusCode == http.StatusTooManyRequests)
-		}
 		tg := target{scheme: r.own.scheme, host: r.own.host, rec: r.rec, budgeted: r.budgeted}
+		if r.demoting() {
+			r.applyAnswer(&tg, resp)
+		}
 		r.wrapResumable(&tg, 1, 1, resp)
 		return resp, nil
 	}
@@ -127,9 +129,21 @@ func (r *route) sendFast() (*http.Response, error) {
 	defer c.releaseProbes() // claimed in newCall; a panic must not keep them
 	c.targets[0].tried = true
 	if resp != nil {
-		return c.loop(outcome{a: &c.first, resp: resp, failure: true}) // answersGuarded said so
+		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
+		o.readRetryAfter(c.clock(resp))
+		return c.loop(o)
 	}
-	return c.loop(c.judge(&c.first, nil, err))
+	return c.loop(c.judge(&c.first, nil, err, c.clock(nil)))
+}
+
+// applyAnswer applies the verdict of the fast path's answer resp, from
+// attempt 1 to tg, as the loop applies any other (see apply). An observer
+// that panics leaves resp closed.
+func (r *route) applyAnswer(tg *target, resp *http.Response) {
+	defer (*attempt)(nil).releaseOnPanic(resp)
+	o := outcome{resp: resp}
+	o.readRetryAfter(clockFor(resp))
+	r.applyTo(tg, verdict{n: 1, status: resp.StatusCode, ra: o.ra, hasRA: o.hasRA, at: o.at})
 }
 
 // send is the slow path: a call from the first attempt on.
