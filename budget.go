@@ -134,7 +134,7 @@ type bucket struct {
 	start    atomic.Int64 // Unix nanoseconds at which this bucket's slot began
 	requests atomic.Int64
 	retries  atomic.Int64
-	copies   atomic.Int64 // learned hedged copies (see takeCopyAt)
+	copies   atomic.Int64 // learned hedged copies (see reserveAt)
 }
 
 // BudgetStats counts what a Budget saw in its current window. It reads and
@@ -255,19 +255,26 @@ func (b *Budget) current(now int64) *bucket {
 func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
-	_, ok := b.reserveAt(now)
+	_, ok := b.reserveAt(now, 0)
 	return ok
 }
 
-// reserveAt is tryReserveAt that also returns what it charged, so that a
-// resend that is never sent can be refunded.
-func (b *Budget) reserveAt(now time.Time) (reservation, bool) {
+// reserveAt is tryReserveAt that also returns what it charged, so that an
+// attempt that is never sent can be refunded: the one reservation of a
+// resend, a hedged copy and a resume request. With q > 0 the attempt is a
+// copy under a learned delay, which also needs room under the window's cap
+// on such copies (see learnedCopyCap): a distribution that drifts faster
+// than the estimator must not spend the whole retry budget on copies.
+func (b *Budget) reserveAt(now time.Time, q float64) (reservation, bool) {
 	ns := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
 	cur := b.current(ns)
-	requests, retries := b.window(ns, p)
+	requests, retries, copies := b.window(ns, p)
+	if q > 0 && copies+1 > int64(learnedCopyCap(q, int(requests))) {
+		return reservation{}, false
+	}
 	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
 	if !grant {
 		return reservation{}, false
@@ -276,15 +283,19 @@ func (b *Budget) reserveAt(now time.Time) (reservation, bool) {
 		b.debt += creditUnit
 	}
 	cur.retries.Add(1)
-	return reservation{b: b, bucket: cur, start: cur.start.Load(), spent: spend}, true
+	if q > 0 {
+		cur.copies.Add(1)
+	}
+	return reservation{b: b, bucket: cur, start: cur.start.Load(), spent: spend, copy: q > 0}, true
 }
 
-// reservation is one resend a Budget granted.
+// reservation is one attempt a Budget granted.
 type reservation struct {
 	b      *Budget // nil: nothing was charged
 	bucket *bucket
 	start  int64 // the slot the bucket held when it was charged
 	spent  bool  // a floor credit was spent
+	copy   bool  // a learned copy was counted under its cap
 }
 
 // refund gives back a resend that was granted and then not sent, because
@@ -299,6 +310,9 @@ func (r reservation) refund() {
 	defer r.b.mu.Unlock()
 	if r.bucket.start.Load() == r.start && r.bucket.retries.Load() > 0 {
 		r.bucket.retries.Add(-1)
+		if r.copy && r.bucket.copies.Load() > 0 {
+			r.bucket.copies.Add(-1)
+		}
 	}
 	if r.spent {
 		r.b.debt = max(r.b.debt-creditUnit, 0)
@@ -308,10 +322,10 @@ func (r reservation) refund() {
 // window counts the requests and resends of the window ending at now
 // under p, and settles the floor credit every request recorded so far has
 // earned: each reading of the budget does both. The caller holds b.mu.
-func (b *Budget) window(now int64, p *budgetParams) (requests, retries int64) {
-	requests, retries, recorded := b.sum(now, p)
+func (b *Budget) window(now int64, p *budgetParams) (requests, retries, copies int64) {
+	requests, retries, copies, recorded := b.sum(now, p)
 	b.settle(p, recorded)
-	return requests, retries
+	return requests, retries, copies
 }
 
 // sum adds up the buckets whose slot lies in the window ending at now. The
@@ -320,7 +334,7 @@ func (b *Budget) window(now int64, p *budgetParams) (requests, retries int64) {
 // not be overlooked, or two callers on either side of a slot edge could
 // both be granted the last resend. recorded is every request the budget
 // ever counted. The caller holds b.mu.
-func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, recorded int64) {
+func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, copies, recorded int64) {
 	recorded = b.retired
 	for i := range b.buckets {
 		bk := &b.buckets[i]
@@ -329,9 +343,10 @@ func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, recorded in
 		if s := bk.start.Load(); s > now-p.window && s <= now+p.slot {
 			requests += n
 			retries += bk.retries.Load()
+			copies += bk.copies.Load()
 		}
 	}
-	return requests, retries, recorded
+	return requests, retries, copies, recorded
 }
 
 // Stats reports the requests and resends counted in the current window,
@@ -348,7 +363,7 @@ func (b *Budget) statsAt(now time.Time) BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
-	requests, retries := b.window(now.UnixNano(), p)
+	requests, retries, _ := b.window(now.UnixNano(), p)
 	return BudgetStats{
 		Requests:  int(requests),
 		Retries:   int(retries),

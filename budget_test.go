@@ -504,3 +504,30 @@ func (b *Budget) recordAt(now time.Time) {
 
 // insertBudget is the budget of the record insert adds.
 func (bs *Budgets) insertBudget(key string, now int64) *Budget { return &bs.insert(key, now).budget }
+
+// A learned copy takes the one reservation a resend takes, with the cap
+// on learned copies inside it: 100 requests at q 0.95 allow 10 copies
+// though the share allows 20, and a refund gives back both counts.
+func TestALearnedCopyIsOneReservationUnderItsCap(t *testing.T) {
+	b := newTestBudget(BudgetConfig{MinRetries: -1})
+	recordTimes(b, 100, bt0)
+	var last reservation
+	for i := range 10 {
+		res, ok := b.reserveAt(bt0, 0.95)
+		require.True(t, ok, "copy %d", i+1)
+		last = res
+	}
+	_, ok := b.reserveAt(bt0, 0.95)
+	assert.False(t, ok, "the 11th copy is over the cap")
+	assert.Equal(t, 10, b.statsAt(bt0).Retries)
+	last.refund()
+	assert.Equal(t, 9, b.statsAt(bt0).Retries, "the refund gives back the resend")
+	_, ok = b.reserveAt(bt0, 0.95)
+	assert.True(t, ok, "and the copy under the cap")
+	for range 10 {
+		_, ok = b.reserveAt(bt0, 0)
+		require.True(t, ok, "resends are under the share alone")
+	}
+	_, ok = b.reserveAt(bt0, 0)
+	assert.False(t, ok, "the share: 20")
+}

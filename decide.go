@@ -96,40 +96,52 @@ type plan struct {
 	kind EventKind
 }
 
-// next decides, at now, the attempt after a failed outcome (hedge: a
-// copy of an attempt still in flight, which never waits): the first
-// candidate not yet tried, or a resend round the candidates from where
-// the last one went, passing over a candidate that cannot take it (its
-// Retry-After, the deadline, or its budget, which refused is the set of
-// candidates whose budget said no to this very attempt). When none can,
-// the reason is the first one's in ring order; the pool and the wait
-// budget are the request's and end it at once; a candidate's reason comes
-// with that candidate in the plan's to, for the give-up to name it. drain
-// is how long
-// discarding the failed response may still take. next changes nothing: the
-// loop pays for the plan, then commits it.
-func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bool) (plan, Reason) {
-	kind := EventRetry
-	if hedge {
-		kind, drain = EventHedge, 0
-	}
+// next decides, at now, the attempt after a failed outcome: the first
+// candidate not yet tried, or a resend round the candidates from where the
+// last one went, passing over a candidate that cannot take it (its
+// Retry-After, the deadline, or its budget: refused is the set of
+// candidates whose budget said no to this very attempt). drain is how long
+// discarding the failed response may still take. next changes nothing:
+// the loop pays for the plan, then commits it.
+func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, Reason) {
 	for k := range c.targets {
-		tg := &c.targets[k]
-		if tg.tried {
+		if c.targets[k].tried {
 			continue
 		}
-		switch {
-		case hedge:
-			// A copy to a new candidate is still drawn on the pool.
-			if _, reason := c.admit(tg, now, 0, true); reason != 0 {
-				return plan{}, reason
-			}
-			return plan{to: k, kind: kind}, 0
-		case !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline):
+		if !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline) {
 			return plan{}, ReasonDeadline
 		}
 		return plan{to: k, kind: EventFallback}, 0
 	}
+	return c.around(EventRetry, refused, func(tg *target) (time.Duration, Reason) {
+		return c.admit(tg, now, drain)
+	})
+}
+
+// nextCopy decides, at now, a copy of an attempt still in flight, which
+// never waits: to the first candidate not yet tried, or round the
+// candidates as a resend goes. A copy to a new candidate is still drawn on
+// the pool.
+func (c *call) nextCopy(now time.Time) (plan, Reason) {
+	for k := range c.targets {
+		if !c.targets[k].tried {
+			if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
+				return plan{}, reason
+			}
+			return plan{to: k, kind: EventHedge}, 0
+		}
+	}
+	return c.around(EventHedge, nil, func(tg *target) (time.Duration, Reason) {
+		return 0, c.admitCopy(tg, now)
+	})
+}
+
+// around goes round the candidates from where the last attempt went, and
+// plans an attempt of kind to the first that admit takes, passing over
+// those in refused. When none can, the reason is the first one's in ring
+// order, with that candidate in the plan's to, for the give-up to name it;
+// the pool and the wait budget are the request's and end it at once.
+func (c *call) around(kind EventKind, refused []bool, admit func(*target) (time.Duration, Reason)) (plan, Reason) {
 	var (
 		first Reason
 		by    int // the candidate that gave first
@@ -139,7 +151,7 @@ func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bo
 		var wait time.Duration
 		reason := ReasonBudget
 		if refused == nil || !refused[k] {
-			wait, reason = c.admit(&c.targets[k], now, drain, hedge)
+			wait, reason = admit(&c.targets[k])
 		}
 		switch reason {
 		case 0:
@@ -154,48 +166,72 @@ func (c *call) next(now time.Time, drain time.Duration, hedge bool, refused []bo
 	return plan{to: by}, first // to: whom the reason is about
 }
 
-// admit decides whether one more attempt drawn on the pool of MaxRetries
-// may go to tg at now, and after how long: the backoff's wait, shortened
-// to the wait budget left, lengthened to what tg's Retry-After still asks.
-// drain is how long discarding the failed response may still take; a
-// hedged copy (hedge) does not wait. The wait, and the drain before it,
-// must end before the deadline.
-func (c *call) admit(tg *target, now time.Time, drain time.Duration, hedge bool) (time.Duration, Reason) {
-	if c.drawn >= c.maxRetries {
+// admit decides whether a resend drawn on the pool of MaxRetries may go to
+// tg at now, and after how long: the backoff's wait, shortened to the wait
+// budget left, lengthened to what tg's Retry-After still asks. drain is
+// how long discarding the failed response may still take. The wait, and
+// the drain before it, must end before the deadline. The backoff draws
+// from the call's source of randomness.
+func (c *call) admit(tg *target, now time.Time, drain time.Duration) (time.Duration, Reason) {
+	switch {
+	case c.drawn >= c.maxRetries:
 		return 0, ReasonExhausted
-	}
-	if !hedge && c.waitLeft == 0 {
+	case c.waitLeft == 0:
 		// Spent: resending at once would hammer an origin that failed.
 		return 0, ReasonWaitBudget
-	}
-	if tg.raTooLong {
+	case tg.raTooLong:
 		return 0, ReasonRetryAfterTooLong
 	}
-	room := maxDuration
-	if !c.deadline.IsZero() {
-		room = c.deadline.Sub(now) - drain
+	room := c.room(now, drain)
+	n := c.drawn + 1
+	wait := c.p.backoff.Delay(n, c.rng)
+	if c.waitLeft >= 0 {
+		wait = min(wait, c.waitLeft)
 	}
-	var wait time.Duration
-	if hedge && tg.raUntil.After(now) {
-		// A copy cannot wait: any Retry-After still running is too long
-		// for it.
-		return 0, ReasonRetryAfterTooLong
-	}
-	if !hedge {
-		n := c.drawn + 1
-		wait = c.p.backoff.Delay(n, c.rng)
-		if c.waitLeft >= 0 {
-			wait = min(wait, c.waitLeft)
+	if ra := tg.raUntil.Sub(now); ra > wait {
+		if ra >= room {
+			return 0, ReasonDeadline
 		}
-		if ra := tg.raUntil.Sub(now); ra > wait {
-			if ra >= room {
-				return 0, ReasonDeadline
-			}
-			wait = c.p.backoff.retryAfterWait(n, ra, room, c.rng)
-		}
+		wait = c.p.backoff.retryAfterWait(n, ra, room, c.rng)
 	}
 	if wait >= room {
 		return 0, ReasonDeadline
 	}
 	return wait, 0
+}
+
+// admitCopy decides whether a copy drawn on the pool may go to tg at now.
+// A copy cannot wait: any Retry-After still running is too long for it,
+// and it must go before the deadline.
+func (c *call) admitCopy(tg *target, now time.Time) Reason {
+	switch {
+	case c.drawn >= c.maxRetries:
+		return ReasonExhausted
+	case tg.raTooLong, tg.raUntil.After(now):
+		return ReasonRetryAfterTooLong
+	case c.room(now, 0) <= 0:
+		return ReasonDeadline
+	}
+	return 0
+}
+
+// room is how long is left at now, after drain, before the deadline.
+func (c *call) room(now time.Time, drain time.Duration) time.Duration {
+	if c.deadline.IsZero() {
+		return maxDuration
+	}
+	return c.deadline.Sub(now) - drain
+}
+
+// reserve charges one attempt drawn on the pool to tg's budget at now, a
+// learned copy under its cap too (q > 0, see Budget.reserveAt): the one
+// reservation of a resend, a hedged copy and a resume request, for the
+// loop to refund if the attempt never goes. ok is false when the budget
+// refuses; a disabled budget charges nothing.
+func (c *call) reserve(tg *target, now time.Time, q float64) (reservation, bool) {
+	b := c.budgetOf(tg)
+	if b == nil {
+		return reservation{}, true
+	}
+	return b.reserveAt(now, q)
 }

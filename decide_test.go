@@ -62,7 +62,13 @@ func TestAdmitAtFixedInstants(t *testing.T) {
 			if tt.raUntil != 0 {
 				tg.raUntil = t0.Add(tt.raUntil)
 			}
-			wait, reason := c.admit(tg, t0, tt.drain, tt.copy)
+			var wait time.Duration
+			var reason Reason
+			if tt.copy {
+				reason = c.admitCopy(tg, t0)
+			} else {
+				wait, reason = c.admit(tg, t0, tt.drain)
+			}
 			assert.Equal(t, tt.reason, reason)
 			assert.Equal(t, tt.wait, wait)
 		})
@@ -76,7 +82,7 @@ func TestAdmitARetryAfterTheWaitAlreadyMeets(t *testing.T) {
 	jittered := resolvePolicy(Policy{MaxRetries: 3, Backoff: ExponentialJitter(10*time.Second, time.Minute)})
 	c := &call{route: route{p: jittered, maxRetries: 3, rng: rand.New(rand.NewPCG(1, 2))}, waitLeft: ms(300)}
 	require.GreaterOrEqual(t, jittered.backoff.Delay(1, rand.New(rand.NewPCG(1, 2))), ms(300), "the draw the wait budget cuts")
-	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0, false)
+	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0)
 	assert.Equal(t, Reason(0), reason)
 	assert.Equal(t, ms(300), wait)
 }
@@ -154,7 +160,12 @@ func TestNextAtFixedInstants(t *testing.T) {
 				c.targets = append(c.targets, tg)
 			}
 			before := append([]target(nil), c.targets...)
-			p, reason := c.next(t0, tt.drain, tt.hedge, tt.refused)
+			p, reason := c.next(t0, tt.drain, tt.refused)
+			if tt.hedge {
+				require.Zero(t, tt.drain, "a copy never drains")
+				require.Nil(t, tt.refused, "a copy has no refusals to pass over")
+				p, reason = c.nextCopy(t0)
+			}
 			assert.Equal(t, tt.reason, reason)
 			assert.Equal(t, tt.want, p)
 			assert.Equal(t, before, c.targets, "next changes nothing")

@@ -172,7 +172,7 @@ func (h *hedgedRound) hedge() bool {
 	c := h.c
 	next := c.sent + 1
 	now := time.Now()
-	s, reason := c.next(now, 0, true, nil)
+	s, reason := c.nextCopy(now)
 	tg := h.last
 	if reason == 0 {
 		tg = &c.targets[s.to]
@@ -212,18 +212,7 @@ func (h *hedgedRound) hedge() bool {
 // charge reserves one copy on the budget of the round's origin, and under
 // a learned delay counts it against that origin's cap on copies.
 func (h *hedgedRound) charge(now time.Time) Reason {
-	b := h.c.budgetOf(h.origin)
-	if b == nil {
-		return 0 // disabled: no window, no cap; the pool still bounds
-	}
-	q := h.c.p.hedge.Quantile
-	if q > 0 && !b.takeCopyAt(now, q) {
-		return ReasonBudget
-	}
-	if _, ok := b.reserveAt(now); !ok {
-		if q > 0 {
-			b.untakeCopyAt(now)
-		}
+	if _, ok := h.c.reserve(h.origin, now, h.c.p.hedge.Quantile); !ok {
 		return ReasonBudget
 	}
 	return 0

@@ -196,39 +196,3 @@ func learnedCopyCap(q float64, requests int) int {
 func ceilFloat(x float64) int {
 	return int(math.Ceil(x - x*1e-9))
 }
-
-// takeCopyAt counts one learned hedged copy in the window at now, if the
-// window's learned copies stay within learnedCopyCap(q, requests), and
-// reports whether it did: a distribution that drifts faster than the
-// estimator must not spend the whole retry budget on copies.
-func (b *Budget) takeCopyAt(now time.Time, q float64) bool {
-	ns := now.UnixNano()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	p := b.loadParams()
-	cur := b.current(ns)
-	var requests, copies int64
-	for i := range b.buckets {
-		bk := &b.buckets[i]
-		if s := bk.start.Load(); s > ns-p.window && s <= ns+p.slot {
-			requests += bk.requests.Load()
-			copies += bk.copies.Load()
-		}
-	}
-	if copies+1 > int64(learnedCopyCap(q, int(requests))) {
-		return false
-	}
-	cur.copies.Add(1)
-	return true
-}
-
-// untakeCopyAt gives back a copy takeCopyAt counted at now and that was
-// not sent; one counted in a slot since rolled over has left the window.
-func (b *Budget) untakeCopyAt(now time.Time) {
-	ns := now.UnixNano()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if cur := b.current(ns); cur.copies.Load() > 0 {
-		cur.copies.Add(-1)
-	}
-}

@@ -119,27 +119,26 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reason) {
 	var refused []bool // made on the first refusal: rare, and candidates few
 	for {
-		s, reason := c.next(now, drain, false, refused)
+		s, reason := c.next(now, drain, refused)
 		if reason != 0 {
 			return s, reservation{}, reason
 		}
-		var res reservation
-		switch b := c.budgetOf(&c.targets[s.to]); {
-		case b == nil:
-		case s.kind == EventFallback:
-			b.Record()
-		default:
-			var ok bool
-			if res, ok = b.reserveAt(now); !ok {
-				if refused == nil {
-					refused = make([]bool, len(c.targets))
-				}
-				refused[s.to] = true
-				continue
+		tg := &c.targets[s.to]
+		if s.kind == EventFallback {
+			if b := c.budgetOf(tg); b != nil {
+				b.Record()
 			}
+			c.commit(s)
+			return s, reservation{}, 0
 		}
-		c.commit(s)
-		return s, res, 0
+		if res, ok := c.reserve(tg, now, 0); ok {
+			c.commit(s)
+			return s, res, 0
+		}
+		if refused == nil {
+			refused = make([]bool, len(c.targets))
+		}
+		refused[s.to] = true
 	}
 }
 

@@ -432,16 +432,17 @@ func (b *resumeBody) plan(now time.Time) (time.Duration, reservation, Reason) {
 	}
 	c := b.c
 	c.drawn = max(b.stuck-1, 0)
-	s, reason := c.next(now, 0, b.stuck == 0, nil)
+	next := c.nextCopy // after progress: at once, as a copy goes
+	if b.stuck > 0 {
+		next = func(now time.Time) (plan, Reason) { return c.next(now, 0, nil) }
+	}
+	s, reason := next(now)
 	if reason != 0 {
 		return 0, reservation{}, reason
 	}
-	var res reservation
-	if bg := c.budgetOf(&c.targets[s.to]); bg != nil {
-		var ok bool
-		if res, ok = bg.reserveAt(now); !ok {
-			return 0, reservation{}, ReasonBudget
-		}
+	res, ok := c.reserve(&c.targets[s.to], now, 0)
+	if !ok {
+		return 0, reservation{}, ReasonBudget
 	}
 	c.commit(s)
 	return s.wait, res, 0
