@@ -256,24 +256,14 @@ func (d *decoder) value(raw []byte, path string, ptr any) {
 			return
 		}
 		*v = b
-	case *BudgetConfig:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
-	case *Hedge:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
-	case *Demote:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
-	case *Resume:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
 	case *float64:
 		decodeScalar(d, raw, path, v, "a number")
+	case jsonObject:
+		// Decoded over what the field holds, so that a member left out
+		// keeps it: a host's entry merges with default's field by field.
+		if !null {
+			d.object(raw, path, v.jsonFields())
+		}
 	default:
 		panic(fmt.Sprintf("httpretry: no JSON decoding for %T", ptr))
 	}

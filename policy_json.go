@@ -12,11 +12,17 @@ import (
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *float64, *bool, *string, *time.Duration, *[]int,
-// *[]string, *Backoff, *BudgetConfig, *Hedge, *Demote or *Resume.
+// *[]string, *Backoff or a jsonObject (*BudgetConfig, *Hedge, *Demote,
+// *Resume).
 type jsonField struct {
 	name string
 	ptr  any
 }
+
+// jsonObject is a struct that JSON holds as an object of its fields. The
+// codec descends into a nested one through its table, so that a struct
+// inside Policy needs no JSON methods of its own.
+type jsonObject interface{ jsonFields() []jsonField }
 
 func (p *Policy) jsonFields() []jsonField {
 	return []jsonField{
@@ -113,6 +119,7 @@ func (r *Resume) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("resume", data, r, DefaultPolicy().Resume, (*Resume).jsonFields)
 }
 
+// marshalObject writes fields as a JSON object, in their order.
 func marshalObject(fields []jsonField) ([]byte, error) {
 	buf := []byte{'{'}
 	for i, f := range fields {
@@ -122,17 +129,25 @@ func marshalObject(fields []jsonField) ([]byte, error) {
 		buf = append(buf, '"')
 		buf = append(buf, f.name...)
 		buf = append(buf, '"', ':')
-		v := f.ptr
-		if d, ok := v.(*time.Duration); ok {
-			v = d.String()
-		}
-		data, err := json.Marshal(v)
+		data, err := marshalValue(f.ptr)
 		if err != nil {
 			return nil, err
 		}
 		buf = append(buf, data...)
 	}
 	return append(buf, '}'), nil
+}
+
+// marshalValue writes the field ptr points to. A duration is its String
+// form, as the decoder reads it, not encoding/json's nanoseconds.
+func marshalValue(ptr any) ([]byte, error) {
+	switch v := ptr.(type) {
+	case *time.Duration:
+		return json.Marshal(v.String())
+	case jsonObject:
+		return marshalObject(v.jsonFields())
+	}
+	return json.Marshal(ptr)
 }
 
 // unmarshalObject decodes data over start, whose fields gives its JSON
