@@ -78,45 +78,22 @@ func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonField
 // it, and p is then left as it was. Values are not validated here: New and
 // ParseConfig do that.
 func (p *Policy) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil // by convention, as encoding/json treats null
+	}
 	start := DefaultPolicy()
 	start.RetryIf = p.RetryIf
-	return unmarshalObject("policy", data, p, start, (*Policy).jsonFields)
-}
-
-// MarshalJSON writes every field of c, the window as a duration string.
-func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Budget, whatever c held.
-func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("budget", data, c, DefaultPolicy().Budget, (*BudgetConfig).jsonFields)
-}
-
-// MarshalJSON writes every field of h, After as a duration string.
-func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Hedge, zero, whatever h held.
-func (h *Hedge) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge, (*Hedge).jsonFields)
-}
-
-// MarshalJSON writes every field of d, For and Max as duration strings.
-func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Demote, whatever d held.
-func (d *Demote) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("demote", data, d, DefaultPolicy().Demote, (*Demote).jsonFields)
-}
-
-// MarshalJSON writes every field of r, Idle as a duration string.
-func (r Resume) MarshalJSON() ([]byte, error) { return marshalObject(r.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Resume, whatever r held.
-func (r *Resume) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("resume", data, r, DefaultPolicy().Resume, (*Resume).jsonFields)
+	var d decoder
+	if !json.Valid(data) {
+		d.addf("", "invalid JSON") // encoding/json checks first: a direct call
+	} else {
+		d.object(data, "", start.jsonFields())
+	}
+	if err := d.err("policy"); err != nil {
+		return err
+	}
+	*p = start
+	return nil
 }
 
 // marshalObject writes fields as a JSON object, in their order.
@@ -148,24 +125,4 @@ func marshalValue(ptr any) ([]byte, error) {
 		return marshalObject(v.jsonFields())
 	}
 	return json.Marshal(ptr)
-}
-
-// unmarshalObject decodes data over start, whose fields gives its JSON
-// fields, and stores the result in *dst, as the UnmarshalJSON methods do;
-// what names the value in the error ("policy").
-func unmarshalObject[T any](what string, data []byte, dst *T, start T, fields func(*T) []jsonField) error {
-	if string(data) == "null" {
-		return nil // by convention, as encoding/json treats null
-	}
-	var d decoder
-	if !json.Valid(data) {
-		d.addf("", "invalid JSON")
-	} else {
-		d.object(data, "", fields(&start))
-	}
-	if err := d.err(what); err != nil {
-		return err
-	}
-	*dst = start
-	return nil
 }
