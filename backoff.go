@@ -236,7 +236,17 @@ func parseBackoff(s string) (Backoff, error) {
 	if !ok || !ok2 {
 		return Backoff{}, errBackoffSyntax
 	}
-	var b Backoff
+	b, err := parseBackoffCall(name, args)
+	if err != nil {
+		return Backoff{}, err
+	}
+	return parseWaitBudget(b, suffix)
+}
+
+// parseBackoffCall is the Backoff that the constructor name makes of args,
+// the text between its parentheses. Values the constructor would panic on
+// are an error instead, saying why.
+func parseBackoffCall(name, args string) (Backoff, error) {
 	switch name {
 	case "fixed":
 		d, err := parseDurations(name, args, 1)
@@ -246,7 +256,7 @@ func parseBackoff(s string) (Backoff, error) {
 		if d[0] <= 0 {
 			return Backoff{}, errors.New("the wait must be positive; use none for no wait")
 		}
-		b = Fixed(d[0])
+		return Fixed(d[0]), nil
 	case "exponential", "exponentialJitter":
 		d, err := parseDurations(name, args, 2)
 		if err != nil {
@@ -255,13 +265,17 @@ func parseBackoff(s string) (Backoff, error) {
 		if why := exponentialProblem(d[0], d[1]); why != "" {
 			return Backoff{}, errors.New(why)
 		}
-		b = Exponential(d[0], d[1])
 		if name == "exponentialJitter" {
-			b = ExponentialJitter(d[0], d[1])
+			return ExponentialJitter(d[0], d[1]), nil
 		}
-	default:
-		return Backoff{}, errBackoffSyntax
+		return Exponential(d[0], d[1]), nil
 	}
+	return Backoff{}, errBackoffSyntax
+}
+
+// parseWaitBudget applies suffix, the text after the constructor's call,
+// to b: nothing, ".Unbudgeted()" or ".WithWaitBudget(total)".
+func parseWaitBudget(b Backoff, suffix string) (Backoff, error) {
 	if suffix == "" {
 		return b, nil
 	}
@@ -269,7 +283,7 @@ func parseBackoff(s string) (Backoff, error) {
 		return b.Unbudgeted(), nil
 	}
 	arg, ok := strings.CutPrefix(suffix, ".WithWaitBudget(")
-	arg, ok2 = strings.CutSuffix(arg, ")")
+	arg, ok2 := strings.CutSuffix(arg, ")")
 	if !ok || !ok2 {
 		return Backoff{}, fmt.Errorf("%q is neither .WithWaitBudget(total) nor .Unbudgeted()", suffix)
 	}

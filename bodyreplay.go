@@ -206,66 +206,77 @@ type replayReader struct {
 	closed bool // guarded by rb.mu
 }
 
+// Read reads on from r's position: from the record while r is behind the
+// reader furthest ahead, then from src, recording what it reads.
 func (r *replayReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	rb := r.rb
 	for {
-		rb.mu.Lock()
-		switch {
-		case r.closed:
-			rb.mu.Unlock()
-			return 0, errBodyClosed
-		case r.gen != rb.gen:
-			rb.mu.Unlock()
-			return 0, errBodyRevoked
-		case r.pos < rb.n:
-			if !rb.complete {
-				rb.mu.Unlock()
-				return 0, errBodyGone
-			}
-			k := rb.copyAt(r.pos, p)
-			r.pos += int64(k)
-			rb.mu.Unlock()
-			return k, nil
-		case rb.err != nil:
-			err := rb.err
-			rb.mu.Unlock()
-			return 0, err
-		case rb.eof:
-			rb.mu.Unlock()
-			return 0, io.EOF
-		case rb.closed:
-			rb.mu.Unlock()
-			return 0, errBodyClosed
+		if n, done, err := r.readRecord(p); done {
+			return n, err
 		}
-		rb.mu.Unlock()
-
-		rb.srcMu.Lock()
-		rb.mu.Lock()
-		ahead := rb.n != r.pos || rb.eof || rb.err != nil || rb.closed || r.gen != rb.gen
-		rb.mu.Unlock()
-		if ahead {
-			// Another reader read on while this one waited: serve from
-			// the record (or report its end) on the next pass.
-			rb.srcMu.Unlock()
-			continue
+		if n, done, err := r.readSource(p); done {
+			return n, err
 		}
-		k, err := rb.src.Read(p)
-		rb.mu.Lock()
-		rb.record(p[:k])
-		r.pos += int64(k)
-		switch {
-		case err == io.EOF:
-			rb.eof = true
-		case err != nil:
-			rb.err = err
-		}
-		rb.mu.Unlock()
-		rb.srcMu.Unlock()
-		return k, err
 	}
+}
+
+// readRecord answers a read that needs no byte of src: recorded bytes when
+// r is behind, or the end r has reached (closed, revoked, the body's error
+// or EOF). done is false when r is at the front and src must be read.
+func (r *replayReader) readRecord(p []byte) (n int, done bool, err error) {
+	rb := r.rb
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	switch {
+	case r.closed:
+		return 0, true, errBodyClosed
+	case r.gen != rb.gen:
+		return 0, true, errBodyRevoked
+	case r.pos < rb.n:
+		if !rb.complete {
+			return 0, true, errBodyGone
+		}
+		k := rb.copyAt(r.pos, p)
+		r.pos += int64(k)
+		return k, true, nil
+	case rb.err != nil:
+		return 0, true, rb.err
+	case rb.eof:
+		return 0, true, io.EOF
+	case rb.closed:
+		return 0, true, errBodyClosed
+	}
+	return 0, false, nil
+}
+
+// readSource reads src into p and records what it read. Another reader may
+// have read on while r waited for srcMu: then done is false, and the next
+// pass serves r from the record or reports the body's end.
+func (r *replayReader) readSource(p []byte) (n int, done bool, err error) {
+	rb := r.rb
+	rb.srcMu.Lock()
+	rb.mu.Lock()
+	ahead := rb.n != r.pos || rb.eof || rb.err != nil || rb.closed || r.gen != rb.gen
+	rb.mu.Unlock()
+	if ahead {
+		rb.srcMu.Unlock()
+		return 0, false, nil
+	}
+	k, err := rb.src.Read(p)
+	rb.mu.Lock()
+	rb.record(p[:k])
+	r.pos += int64(k)
+	switch {
+	case err == io.EOF:
+		rb.eof = true
+	case err != nil:
+		rb.err = err
+	}
+	rb.mu.Unlock()
+	rb.srcMu.Unlock()
+	return k, true, err
 }
 
 // Close ends this attempt's use of the body. The caller's body is closed

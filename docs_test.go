@@ -52,7 +52,7 @@ func TestJSONReferenceMatchesTheDecoder(t *testing.T) {
 	walk = func(prefix string, fields []jsonField) {
 		for _, f := range fields {
 			want = append(want, prefix+f.name)
-			if nested, ok := f.ptr.(interface{ jsonFields() []jsonField }); ok {
+			if nested, ok := f.ptr.(jsonObject); ok {
 				walk(prefix+f.name+".", nested.jsonFields())
 			}
 		}

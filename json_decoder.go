@@ -217,7 +217,6 @@ func editDistance(a, b string) int {
 // value decodes one JSON value into the field ptr points to. A value that
 // does not decode leaves the field as it was, but for lists (decodeList).
 func (d *decoder) value(raw []byte, path string, ptr any) {
-	null := string(raw) == "null"
 	switch v := ptr.(type) {
 	case *int:
 		decodeScalar(d, raw, path, v, "an integer")
@@ -232,51 +231,53 @@ func (d *decoder) value(raw []byte, path string, ptr any) {
 	case *[]string:
 		decodeList(d, raw, path, v, "a string")
 	case *time.Duration:
-		if null {
-			return
-		}
-		dur, ok := durationOf(raw)
-		if !ok {
-			d.addf(path, `%s: want a duration such as "250ms"`, excerpt(raw))
-			return
-		}
-		*v = dur
+		d.duration(raw, path, v)
 	case *Backoff:
-		if null {
-			return
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			d.addf(path, `%s: want a backoff such as "exponentialJitter(100ms, 2s)"`, excerpt(raw))
-			return
-		}
-		b, err := parseBackoff(s)
-		if err != nil {
-			d.addf(path, "%s: %v", excerpt(raw), err)
-			return
-		}
-		*v = b
-	case *BudgetConfig:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
-	case *Hedge:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
-	case *Demote:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
-	case *Resume:
-		if !null {
-			d.object(raw, path, v.jsonFields())
-		}
+		d.backoff(raw, path, v)
 	case *float64:
 		decodeScalar(d, raw, path, v, "a number")
+	case jsonObject:
+		// Decoded over what the field holds, so that a member left out
+		// keeps it: a host's entry merges with default's field by field.
+		if string(raw) != "null" {
+			d.object(raw, path, v.jsonFields())
+		}
 	default:
 		panic(fmt.Sprintf("httpretry: no JSON decoding for %T", ptr))
 	}
+}
+
+// duration decodes a Go duration string ("250ms") into *dst; null leaves
+// it as it is.
+func (d *decoder) duration(raw []byte, path string, dst *time.Duration) {
+	if string(raw) == "null" {
+		return
+	}
+	v, ok := durationOf(raw)
+	if !ok {
+		d.addf(path, `%s: want a duration such as "250ms"`, excerpt(raw))
+		return
+	}
+	*dst = v
+}
+
+// backoff decodes a Backoff's String form into *dst; null leaves it as it
+// is. A malformed one is reported with parseBackoff's reason.
+func (d *decoder) backoff(raw []byte, path string, dst *Backoff) {
+	if string(raw) == "null" {
+		return
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		d.addf(path, `%s: want a backoff such as "exponentialJitter(100ms, 2s)"`, excerpt(raw))
+		return
+	}
+	b, err := parseBackoff(s)
+	if err != nil {
+		d.addf(path, "%s: %v", excerpt(raw), err)
+		return
+	}
+	*dst = b
 }
 
 // durationOf reads a JSON string as a Go duration.

@@ -12,11 +12,17 @@ import (
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *float64, *bool, *string, *time.Duration, *[]int,
-// *[]string, *Backoff, *BudgetConfig, *Hedge, *Demote or *Resume.
+// *[]string, *Backoff or a jsonObject (*BudgetConfig, *Hedge, *Demote,
+// *Resume).
 type jsonField struct {
 	name string
 	ptr  any
 }
+
+// jsonObject is a struct that JSON holds as an object of its fields. The
+// codec descends into a nested one through its table, so that a struct
+// inside Policy needs no JSON methods of its own.
+type jsonObject interface{ jsonFields() []jsonField }
 
 func (p *Policy) jsonFields() []jsonField {
 	return []jsonField{
@@ -72,47 +78,25 @@ func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonField
 // it, and p is then left as it was. Values are not validated here: New and
 // ParseConfig do that.
 func (p *Policy) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil // by convention, as encoding/json treats null
+	}
 	start := DefaultPolicy()
 	start.RetryIf = p.RetryIf
-	return unmarshalObject("policy", data, p, start, (*Policy).jsonFields)
+	var d decoder
+	if !json.Valid(data) {
+		d.addf("", "invalid JSON") // encoding/json checks first: a direct call
+	} else {
+		d.object(data, "", start.jsonFields())
+	}
+	if err := d.err("policy"); err != nil {
+		return err
+	}
+	*p = start
+	return nil
 }
 
-// MarshalJSON writes every field of c, the window as a duration string.
-func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Budget, whatever c held.
-func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("budget", data, c, DefaultPolicy().Budget, (*BudgetConfig).jsonFields)
-}
-
-// MarshalJSON writes every field of h, After as a duration string.
-func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Hedge, zero, whatever h held.
-func (h *Hedge) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge, (*Hedge).jsonFields)
-}
-
-// MarshalJSON writes every field of d, For and Max as duration strings.
-func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Demote, whatever d held.
-func (d *Demote) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("demote", data, d, DefaultPolicy().Demote, (*Demote).jsonFields)
-}
-
-// MarshalJSON writes every field of r, Idle as a duration string.
-func (r Resume) MarshalJSON() ([]byte, error) { return marshalObject(r.jsonFields()) }
-
-// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON does: a field
-// left out takes the value of DefaultPolicy's Resume, whatever r held.
-func (r *Resume) UnmarshalJSON(data []byte) error {
-	return unmarshalObject("resume", data, r, DefaultPolicy().Resume, (*Resume).jsonFields)
-}
-
+// marshalObject writes fields as a JSON object, in their order.
 func marshalObject(fields []jsonField) ([]byte, error) {
 	buf := []byte{'{'}
 	for i, f := range fields {
@@ -122,11 +106,7 @@ func marshalObject(fields []jsonField) ([]byte, error) {
 		buf = append(buf, '"')
 		buf = append(buf, f.name...)
 		buf = append(buf, '"', ':')
-		v := f.ptr
-		if d, ok := v.(*time.Duration); ok {
-			v = d.String()
-		}
-		data, err := json.Marshal(v)
+		data, err := marshalValue(f.ptr)
 		if err != nil {
 			return nil, err
 		}
@@ -135,22 +115,14 @@ func marshalObject(fields []jsonField) ([]byte, error) {
 	return append(buf, '}'), nil
 }
 
-// unmarshalObject decodes data over start, whose fields gives its JSON
-// fields, and stores the result in *dst, as the UnmarshalJSON methods do;
-// what names the value in the error ("policy").
-func unmarshalObject[T any](what string, data []byte, dst *T, start T, fields func(*T) []jsonField) error {
-	if string(data) == "null" {
-		return nil // by convention, as encoding/json treats null
+// marshalValue writes the field ptr points to. A duration is its String
+// form, as the decoder reads it, not encoding/json's nanoseconds.
+func marshalValue(ptr any) ([]byte, error) {
+	switch v := ptr.(type) {
+	case *time.Duration:
+		return json.Marshal(v.String())
+	case jsonObject:
+		return marshalObject(v.jsonFields())
 	}
-	var d decoder
-	if !json.Valid(data) {
-		d.addf("", "invalid JSON")
-	} else {
-		d.object(data, "", fields(&start))
-	}
-	if err := d.err(what); err != nil {
-		return err
-	}
-	*dst = start
-	return nil
+	return json.Marshal(ptr)
 }

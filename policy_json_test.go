@@ -208,26 +208,36 @@ func TestPolicyUnmarshalErrors(t *testing.T) {
 	assert.NoError(t, json.Unmarshal([]byte(`{"maxRetries": 20, "budget": {"percent": -1}}`), &p), "validation is New's and ParseConfig's")
 }
 
-func TestBudgetAndHedgeJSON(t *testing.T) {
-	data, err := json.Marshal(BudgetConfig{Percent: 5, Window: time.Minute})
+// nestedJSON is the object under name in p's JSON, as json.Marshal of a
+// Policy writes it.
+func nestedJSON(t *testing.T, p Policy, name string) string {
+	t.Helper()
+	data, err := json.Marshal(p)
 	require.NoError(t, err)
-	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`, string(data))
-	b := BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}
-	require.NoError(t, json.Unmarshal([]byte(`{"minRetries": -1}`), &b))
+	var members map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(data, &members))
+	return string(members[name])
+}
+
+func TestBudgetAndHedgeJSON(t *testing.T) {
+	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`,
+		nestedJSON(t, Policy{Budget: BudgetConfig{Percent: 5, Window: time.Minute}}, "budget"))
+	p := Policy{Budget: BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}}
+	require.NoError(t, json.Unmarshal([]byte(`{"budget": {"minRetries": -1}}`), &p))
 	want := DefaultPolicy().Budget
 	want.MinRetries = -1
-	assert.Equal(t, want, b, "a field left out is DefaultPolicy's, whatever b held")
-	assert.EqualError(t, json.Unmarshal([]byte(`{"min": 1}`), &b), "httpretry: budget: min: unknown field")
-	assert.Equal(t, want, b, "unchanged on error")
+	assert.Equal(t, want, p.Budget, "a field left out is DefaultPolicy's, whatever the budget held")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"budget": {"min": 1}}`), &p), "httpretry: policy: budget.min: unknown field")
+	assert.Equal(t, want, p.Budget, "unchanged on error")
 
-	data, err = json.Marshal(Hedge{After: 30 * time.Millisecond, Max: 2})
-	require.NoError(t, err)
-	assert.Equal(t, `{"after":"30ms","max":2,"quantile":0,"minAfter":"0s"}`, string(data))
-	h := Hedge{Max: 2}
-	require.NoError(t, json.Unmarshal([]byte(`{"after": "1s"}`), &h))
-	assert.Equal(t, Hedge{After: time.Second}, h, "a field left out is DefaultPolicy's, whatever h held")
-	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "2s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
-	assert.Equal(t, Hedge{After: time.Second}, h, "unchanged on error")
+	assert.Equal(t, `{"after":"30ms","max":2,"quantile":0,"minAfter":"0s"}`,
+		nestedJSON(t, Policy{Hedge: Hedge{After: 30 * time.Millisecond, Max: 2}}, "hedge"))
+	p = Policy{Hedge: Hedge{Max: 2}}
+	require.NoError(t, json.Unmarshal([]byte(`{"hedge": {"after": "1s"}}`), &p))
+	assert.Equal(t, Hedge{After: time.Second}, p.Hedge, "a field left out is DefaultPolicy's, whatever the hedge held")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"hedge": {"after": "2s", "max": "2"}}`), &p),
+		`httpretry: policy: hedge.max: "2": want an integer`)
+	assert.Equal(t, Hedge{After: time.Second}, p.Hedge, "unchanged on error")
 }
 
 // The four fields of Hedge in JSON: written and read back exactly, a
@@ -235,16 +245,16 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 // value reported under its JSON path.
 func TestLearnedHedgeJSON(t *testing.T) {
 	h := Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.95, MinAfter: 2 * time.Millisecond}
-	data, err := json.Marshal(h)
+	data, err := json.Marshal(Policy{Hedge: h})
 	require.NoError(t, err)
-	assert.Equal(t, `{"after":"50ms","max":1,"quantile":0.95,"minAfter":"2ms"}`, string(data))
-	var got Hedge
+	assert.Equal(t, `{"after":"50ms","max":1,"quantile":0.95,"minAfter":"2ms"}`, nestedJSON(t, Policy{Hedge: h}, "hedge"))
+	var got Policy
 	require.NoError(t, json.Unmarshal(data, &got))
-	assert.Equal(t, h, got)
-	require.NoError(t, json.Unmarshal([]byte(`{"quantile": 0.99}`), &got))
-	assert.Equal(t, Hedge{Quantile: 0.99}, got, "a field left out is DefaultPolicy's")
-	assert.EqualError(t, json.Unmarshal([]byte(`{"quantile": "p95", "minAfter": 2}`), &got),
-		`httpretry: hedge: quantile: "p95": want a number; minAfter: 2: want a duration such as "250ms"`)
+	assert.Equal(t, h, got.Hedge)
+	require.NoError(t, json.Unmarshal([]byte(`{"hedge": {"quantile": 0.99}}`), &got))
+	assert.Equal(t, Hedge{Quantile: 0.99}, got.Hedge, "a field left out is DefaultPolicy's")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"hedge": {"quantile": "p95", "minAfter": 2}}`), &got),
+		`httpretry: policy: hedge.quantile: "p95": want a number; hedge.minAfter: 2: want a duration such as "250ms"`)
 
 	cfg, err := ParseConfig([]byte(`{
 		"default": {"hedge": {"quantile": 0.95, "minAfter": "2ms", "after": "50ms"}},
@@ -266,16 +276,16 @@ func TestLearnedHedgeJSON(t *testing.T) {
 }
 
 func TestDemoteJSON(t *testing.T) {
-	data, err := json.Marshal(Demote{After: 5, For: time.Second, Max: 30 * time.Second})
-	require.NoError(t, err)
-	assert.Equal(t, `{"after":5,"for":"1s","max":"30s"}`, string(data))
-	d := Demote{After: 9, Max: time.Minute}
-	require.NoError(t, json.Unmarshal([]byte(`{"for": "2s"}`), &d))
-	assert.Equal(t, Demote{After: 5, For: 2 * time.Second}, d, "a field left out is DefaultPolicy's, whatever d held")
-	require.NoError(t, json.Unmarshal([]byte(`{"after": -1}`), &d))
-	assert.Equal(t, Demote{After: -1}, d, "-1 turns it off")
-	assert.EqualError(t, json.Unmarshal([]byte(`{"after": 2, "for": "soon"}`), &d), `httpretry: demote: for: "soon": want a duration such as "250ms"`)
-	assert.Equal(t, Demote{After: -1}, d, "unchanged on error")
+	assert.Equal(t, `{"after":5,"for":"1s","max":"30s"}`,
+		nestedJSON(t, Policy{Demote: Demote{After: 5, For: time.Second, Max: 30 * time.Second}}, "demote"))
+	p := Policy{Demote: Demote{After: 9, Max: time.Minute}}
+	require.NoError(t, json.Unmarshal([]byte(`{"demote": {"for": "2s"}}`), &p))
+	assert.Equal(t, Demote{After: 5, For: 2 * time.Second}, p.Demote, "a field left out is DefaultPolicy's, whatever the demote held")
+	require.NoError(t, json.Unmarshal([]byte(`{"demote": {"after": -1}}`), &p))
+	assert.Equal(t, Demote{After: -1}, p.Demote, "-1 turns it off")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"demote": {"after": 2, "for": "soon"}}`), &p),
+		`httpretry: policy: demote.for: "soon": want a duration such as "250ms"`)
+	assert.Equal(t, Demote{After: -1}, p.Demote, "unchanged on error")
 }
 
 func TestUnknownFieldSuggestsTheNearestName(t *testing.T) {

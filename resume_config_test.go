@@ -44,12 +44,11 @@ func TestResumeValidate(t *testing.T) {
 // "resume" in JSON: written and read back, a field left out of a host's
 // entry taken from the default's, and each bad value named by its path.
 func TestResumeJSON(t *testing.T) {
-	data, err := json.Marshal(Resume{Max: 5, Idle: 300 * time.Millisecond, MinBytes: 1024})
-	require.NoError(t, err)
-	assert.Equal(t, `{"max":5,"idle":"300ms","minBytes":1024}`, string(data))
-	var r Resume
-	require.NoError(t, json.Unmarshal([]byte(`{"idle": "1s"}`), &r))
-	assert.Equal(t, Resume{Max: 3, Idle: time.Second}, r, "a field left out is DefaultPolicy's")
+	assert.Equal(t, `{"max":5,"idle":"300ms","minBytes":1024}`,
+		nestedJSON(t, Policy{Resume: Resume{Max: 5, Idle: 300 * time.Millisecond, MinBytes: 1024}}, "resume"))
+	var p Policy
+	require.NoError(t, json.Unmarshal([]byte(`{"resume": {"idle": "1s"}}`), &p))
+	assert.Equal(t, Resume{Max: 3, Idle: time.Second}, p.Resume, "a field left out is DefaultPolicy's")
 
 	cfg, err := ParseConfig([]byte(`{
 		"default": {"resume": {"max": 5, "idle": "300ms", "minBytes": 1024}},
