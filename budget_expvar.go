@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -31,8 +32,7 @@ func (bs *Budgets) Range(fn func(host string, s BudgetStats) bool) {
 }
 
 // String returns bs as a JSON object keyed by host, each value that host's
-// BudgetStats with its names in lower camel case and its durations as
-// duration strings ("12.288ms"), so that a *Budgets is an expvar.Var:
+// BudgetStats, so that a *Budgets is an expvar.Var:
 // expvar.Publish("httpretry", budgets) shows every host's window at
 // /debug/vars.
 func (bs *Budgets) String() string {
@@ -42,8 +42,8 @@ func (bs *Budgets) String() string {
 		if buf.Len() > 1 {
 			buf.WriteByte(',')
 		}
-		k, _ := json.Marshal(host) // a string and a struct of ints and strings cannot fail
-		v, _ := json.Marshal(newBudgetStatsJSON(s))
+		k, _ := json.Marshal(host) // a string and a struct of ints cannot fail
+		v, _ := json.Marshal(s)
 		buf.Write(k)
 		buf.WriteByte(':')
 		buf.Write(v)
@@ -53,9 +53,8 @@ func (bs *Budgets) String() string {
 	return buf.String()
 }
 
-// budgetStatsJSON is BudgetStats as Budgets.String shows it: durations as
-// Go duration strings, as in configuration JSON, not encoding/json's
-// nanoseconds.
+// budgetStatsJSON is BudgetStats as JSON shows it: durations as Go
+// duration strings, as in configuration JSON.
 type budgetStatsJSON struct {
 	Requests   int    `json:"requests"`
 	Retries    int    `json:"retries"`
@@ -65,7 +64,33 @@ type budgetStatsJSON struct {
 	DemotedFor string `json:"demotedFor"`
 }
 
-func newBudgetStatsJSON(s BudgetStats) budgetStatsJSON {
-	return budgetStatsJSON{s.Requests, s.Retries, s.Allowance, s.Credit,
-		s.HedgeAfter.String(), s.DemotedFor.String()}
+// MarshalJSON writes s with its field names in lower camel case and its
+// durations as duration strings ("12.288ms").
+func (s BudgetStats) MarshalJSON() ([]byte, error) {
+	return json.Marshal(budgetStatsJSON{s.Requests, s.Retries, s.Allowance, s.Credit,
+		s.HedgeAfter.String(), s.DemotedFor.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; a duration left out is 0.
+func (s *BudgetStats) UnmarshalJSON(data []byte) error {
+	var j budgetStatsJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	v := BudgetStats{Requests: j.Requests, Retries: j.Retries, Allowance: j.Allowance, Credit: j.Credit}
+	for _, d := range []struct {
+		text string
+		dst  *time.Duration
+	}{{j.HedgeAfter, &v.HedgeAfter}, {j.DemotedFor, &v.DemotedFor}} {
+		if d.text == "" {
+			continue
+		}
+		parsed, err := time.ParseDuration(d.text)
+		if err != nil {
+			return fmt.Errorf("httpretry: budget stats: %w", err)
+		}
+		*d.dst = parsed
+	}
+	*s = v
+	return nil
 }

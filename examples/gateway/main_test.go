@@ -496,19 +496,13 @@ func (rg *runningGateway) get(t *testing.T, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// budgetVar is one host's entry at /debug/vars, as Budgets.String writes
-// it: the figure these tests read.
-type budgetVar struct {
-	Requests int `json:"requests"`
-}
-
 // budgetVars reads the budgets published at /debug/vars.
-func (rg *runningGateway) budgetVars(t *testing.T) map[string]budgetVar {
+func (rg *runningGateway) budgetVars(t *testing.T) map[string]httpretry.BudgetStats {
 	t.Helper()
 	status, body := rg.get(t, "/debug/vars")
 	require.Equal(t, 200, status)
 	var vars struct {
-		Httpretry map[string]budgetVar `json:"httpretry"`
+		Httpretry map[string]httpretry.BudgetStats `json:"httpretry"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &vars), body)
 	return vars.Httpretry
