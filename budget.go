@@ -137,9 +137,10 @@ type bucket struct {
 	copies   atomic.Int64 // learned hedged copies (see reserveAt)
 }
 
-// BudgetStats counts what a Budget saw in its current window. It reads and
-// writes JSON with its field names in lower camel case, as Budgets.String
-// shows it.
+// BudgetStats counts what a Budget saw in its current window, and what the
+// origin's record holds beside it. It reads and writes JSON with its field
+// names in lower camel case and its durations as duration strings, as
+// Budgets.String shows it.
 type BudgetStats struct {
 	Requests  int `json:"requests"`  // requests recorded
 	Retries   int `json:"retries"`   // resends granted
