@@ -109,16 +109,9 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 		a = new(attempt)
 	}
 	a.n, a.tg = n, tg
+	c.bound(a)
 	r := c.req
 	ctx := r.Context()
-	if c.p.perTry > 0 {
-		a.timeout, a.timed = c.p.perTry, true
-	}
-	if !c.policyDeadline.IsZero() {
-		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
-			a.timeout, a.timed, a.byDeadline = left, true, true
-		}
-	}
 	if a.timed || c.hedged {
 		ctx, a.cancel = context.WithCancel(ctx)
 		if a.timed && !c.resendable {
@@ -150,6 +143,19 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 		}
 	}
 	return a, r
+}
+
+// bound sets the timer of attempt a: PerTryTimeout, or what is left of
+// the policy's Deadline when that comes first.
+func (c *call) bound(a *attempt) {
+	if c.p.perTry > 0 {
+		a.timeout, a.timed = c.p.perTry, true
+	}
+	if !c.policyDeadline.IsZero() {
+		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
+			a.timeout, a.timed, a.byDeadline = left, true, true
+		}
+	}
 }
 
 // do sends r for attempt a, bounded by a's timer if it has one. It returns

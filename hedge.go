@@ -103,6 +103,52 @@ type hedgedRound struct {
 	last     *target       // where the latest attempt of the round went
 }
 
+// run sends attempt n to tg with body, then copies of it as round says,
+// and returns the round's outcome.
+func (h *hedgedRound) run(n int, tg *target, body io.ReadCloser) outcome {
+	h.launch(n, tg, body)
+	h.after, h.hedging = h.c.hedgeAfter(tg)
+	var fire <-chan time.Time // nil, never ready, when no copy goes
+	timer := time.NewTimer(h.after)
+	defer timer.Stop()
+	if h.hedging {
+		fire = timer.C
+	}
+	// A callback that panics (RetryIf, an observer) leaves no attempt of
+	// the round in flight.
+	defer func() {
+		if v := recover(); v != nil {
+			if h.held != nil {
+				h.held.a.discard(h.held.resp)
+			}
+			h.cancelLosers(nil)
+			panic(v)
+		}
+	}()
+	for h.pending > 0 {
+		select {
+		case o := <-h.outcomes:
+			if w, won := h.receive(o); won {
+				return w
+			}
+		case <-fire:
+			// An outcome that came with the timer wins over a copy.
+			select {
+			case o := <-h.outcomes:
+				if w, won := h.receive(o); won {
+					return w
+				}
+				continue
+			default:
+			}
+			if h.hedging && h.hedge() {
+				timer.Reset(h.after)
+			}
+		}
+	}
+	return h.kept
+}
+
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	a, r := h.c.newAttempt(n, tg, body)
 	if h.c.p.hedge.Quantile > 0 {

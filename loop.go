@@ -19,10 +19,7 @@ import (
 // loop applies each outcome's verdict and resends while the checks allow
 // it.
 func (c *call) loop(o outcome) (*http.Response, error) {
-	var (
-		body io.ReadCloser // the next attempt's, once taken
-		res  reservation   // what the next attempt was charged, once paid
-	)
+	var next pending
 	// An observer that panics, on any event, leaves the outcome it was
 	// told of released, the next attempt's body closed (so that the
 	// caller's is) and its charge given back.
@@ -31,44 +28,16 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			if o.a != nil {
 				o.a.discard(o.resp)
 			}
-			closeBody(body)
-			res.refund()
+			next.release()
 			panic(v)
 		}
 	}()
 	for {
 		c.apply(&o)
 		if !o.failure {
-			if o.err != nil {
-				return nil, fmt.Errorf("httpretry: %w", o.err)
-			}
-			resp := o.a.deliver(o.resp)
-			if !c.nested { // the outer httpretry resumes, or no one
-				c.wrapResumable(o.a.tg, o.a.n, c.sent, resp)
-			}
-			return resp, nil
+			return c.deliver(o)
 		}
-		now := o.at // judged just now, unless a hedged round kept it a while
-		if c.hedged {
-			now = c.clock(o.resp)
-		}
-		reason := c.refusal(o)
-		var p plan
-		uploading := reason == 0 && c.uploading()
-		switch {
-		case reason != 0:
-		case uploading && c.body.limit == 0:
-			// Nothing is recorded: the upload's next byte makes the body
-			// unreplayable, and a takeover would lose the response for
-			// nothing.
-			reason = ReasonBodyNotReplayable
-		case uploading:
-			// The body is taken from the upload once the attempt is
-			// announced and still due (see takeOver).
-			p, res, reason = c.pay(now, drainBound(o.resp))
-		default:
-			p, body, res, reason = c.prepare(&o, now)
-		}
+		p, uploading, reason := c.payNext(&o, &next)
 		if reason != 0 {
 			about := o.a.tg
 			if reason == ReasonBudget {
@@ -78,35 +47,104 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 		}
 		tg := &c.targets[p.to]
 		c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
-		if c.crosses(drainBound(o.resp) + p.wait) {
-			// The observers took the time the wait needed: the caller
-			// gets the last outcome, as when the wait was decided.
-			res.refund()
-			closeBody(body)
-			body, res = nil, reservation{}
-			return c.giveUp(o, ReasonDeadline, o.a.tg)
+		if reason := c.stillDue(&o, &next, p.wait, uploading); reason != 0 {
+			next.release()
+			return c.giveUp(o, reason, o.a.tg)
 		}
-		if uploading {
-			if body, reason = c.takeOver(&o); reason != 0 {
-				res.refund()
-				res = reservation{}
-				return c.giveUp(o, reason, o.a.tg)
-			}
-		}
-		st := status(o.resp)
-		c.drop(o)
-		o.resp = nil
-		if reason, err := c.sleep(p.wait); err != nil {
-			res.refund()
-			closeBody(body)
-			body, res = nil, reservation{}
-			c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
+		if err := c.wait(&o, &next, p.wait); err != nil {
 			return nil, err
 		}
-		next := body
-		body, res = nil, reservation{} // the round's now
-		o = c.round(c.sent+1, tg, next)
+		body := next.body
+		next = pending{} // the round's now
+		o = c.round(c.sent+1, tg, body)
 	}
+}
+
+// pending is what the loop holds for the next attempt between paying for
+// it and sending it: its body and its charge.
+type pending struct {
+	body io.ReadCloser
+	res  reservation
+}
+
+// release closes the body and gives back the charge of an attempt that
+// will not be sent.
+func (n *pending) release() {
+	closeBody(n.body)
+	n.res.refund()
+	*n = pending{}
+}
+
+// deliver ends the loop on an outcome that is not a failure: its answer,
+// with a body that resumes if it breaks, or its error.
+func (c *call) deliver(o outcome) (*http.Response, error) {
+	if o.err != nil {
+		return nil, fmt.Errorf("httpretry: %w", o.err)
+	}
+	resp := o.a.deliver(o.resp)
+	if !c.nested { // the outer httpretry resumes, or no one
+		c.wrapResumable(o.a.tg, o.a.n, c.sent, resp)
+	}
+	return resp, nil
+}
+
+// payNext decides the attempt after the failed outcome o and pays for it
+// into next: nothing when o may not be resent at all (see refusal);
+// otherwise the plan pay makes, with its body taken at once, or, while
+// the failed attempt still uploads the recorded body, once the attempt is
+// announced and still due (see stillDue).
+func (c *call) payNext(o *outcome, next *pending) (p plan, uploading bool, reason Reason) {
+	now := o.at // judged just now, unless a hedged round kept it a while
+	if c.hedged {
+		now = c.clock(o.resp)
+	}
+	if reason = c.refusal(*o); reason != 0 {
+		return p, false, reason
+	}
+	switch uploading = c.uploading(); {
+	case uploading && c.body.limit == 0:
+		// Nothing is recorded: the upload's next byte makes the body
+		// unreplayable, and a takeover would lose the response for
+		// nothing.
+		return p, true, ReasonBodyNotReplayable
+	case uploading:
+		p, next.res, reason = c.pay(now, drainBound(o.resp))
+	default:
+		p, next.body, next.res, reason = c.prepare(o, now)
+	}
+	return p, uploading, reason
+}
+
+// stillDue checks that the attempt just announced is still due: the
+// observers may have taken the time its wait needed, and then the caller
+// gets the last outcome, as when the wait was decided. A body still being
+// uploaded is taken over only now (see takeOver).
+func (c *call) stillDue(o *outcome, next *pending, wait time.Duration, uploading bool) Reason {
+	if c.crosses(drainBound(o.resp) + wait) {
+		return ReasonDeadline
+	}
+	if uploading {
+		var reason Reason
+		if next.body, reason = c.takeOver(o); reason != 0 {
+			return reason
+		}
+	}
+	return 0
+}
+
+// wait lets go of the failed outcome o and waits d before the next
+// attempt. An error ends the request: the next attempt's body and charge
+// are given back, and the give-up is told.
+func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
+	st := status(o.resp)
+	c.drop(*o)
+	o.resp = nil
+	reason, err := c.sleep(d)
+	if err != nil {
+		next.release()
+		c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
+	}
+	return err
 }
 
 // pay pays for the plan next decides at now, and commits it: a
@@ -312,45 +350,5 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 		return c.judge(a, resp, err, c.clock(resp))
 	}
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
-	h.launch(n, tg, body)
-	h.after, h.hedging = c.hedgeAfter(tg)
-	var fire <-chan time.Time // nil, never ready, when no copy goes
-	timer := time.NewTimer(h.after)
-	defer timer.Stop()
-	if h.hedging {
-		fire = timer.C
-	}
-	// A callback that panics (RetryIf, an observer) leaves no attempt of
-	// the round in flight.
-	defer func() {
-		if v := recover(); v != nil {
-			if h.held != nil {
-				h.held.a.discard(h.held.resp)
-			}
-			h.cancelLosers(nil)
-			panic(v)
-		}
-	}()
-	for h.pending > 0 {
-		select {
-		case o := <-h.outcomes:
-			if w, won := h.receive(o); won {
-				return w
-			}
-		case <-fire:
-			// An outcome that came with the timer wins over a copy.
-			select {
-			case o := <-h.outcomes:
-				if w, won := h.receive(o); won {
-					return w
-				}
-				continue
-			default:
-			}
-			if h.hedging && h.hedge() {
-				timer.Reset(h.after)
-			}
-		}
-	}
-	return h.kept
+	return h.run(n, tg, body)
 }

@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -309,24 +310,11 @@ func (b *resumeBody) resume() error {
 			panic(v)
 		}
 	}()
-	if b.c == nil {
-		ctx, cancel := context.WithCancel(b.req.Context())
-		b.mu.Lock()
-		closed := b.closed
-		b.cancel = cancel
-		b.mu.Unlock()
-		if closed {
-			cancel()
-			return errReadOnClosedBody
-		}
-		b.c = b.newCall(ctx)
+	c, err := b.sender()
+	if err != nil {
+		return err
 	}
-	c := b.c
-	tg := &c.targets[0]
-	var (
-		last   error // the latest resume request's failure
-		status int   // its status, 0 for an error
-	)
+	var last resumeFailure // the latest resume request's
 	for {
 		if b.isClosed() {
 			return errReadOnClosedBody
@@ -337,14 +325,10 @@ func (b *resumeBody) resume() error {
 		)
 		wait, res, reason = b.plan(time.Now())
 		if reason != 0 {
-			return b.giveUp(reason, status, last)
+			return b.giveUp(reason, last.status, last.err)
 		}
-		err := last
-		if err == nil {
-			err = b.cause
-		}
-		b.emit(Event{Kind: EventResume, Attempt: b.last, Status: status, Err: err, Delay: wait,
-			Offset: b.pos - b.at.first})
+		b.emit(Event{Kind: EventResume, Attempt: b.last, Status: last.status, Err: cmp.Or(last.err, b.cause),
+			Delay: wait, Offset: b.pos - b.at.first})
 		if reason, err := c.sleep(wait); err != nil {
 			res.refund()
 			res = reservation{}
@@ -354,48 +338,83 @@ func (b *resumeBody) resume() error {
 			return b.giveUp(reason, 0, err)
 		}
 		res = reservation{} // sent: the charge stands
-		b.resumes++
-		n := b.sent + b.resumes
-		b.last = n
-		c.header = b.rangeHeader()
-		a, r := c.newAttempt(n, tg, http.NoBody)
-		c.sent = n
-		resp, err := c.do(a, r)
-		if err != nil {
-			a.end()
-			if b.isClosed() {
-				return errReadOnClosedBody
-			}
-			o := c.judge(a, nil, err, time.Time{})
-			reason := c.refusal(o)
-			if !o.failure {
-				reason = ReasonNotRetryable
-			}
-			if reason != 0 {
-				return b.giveUp(reason, 0, err)
-			}
-			last, status = err, 0
-			b.stuck++
-			continue
-		}
-		switch b.judgeResume(resp) {
-		case resumeAccepted, resumeWhole:
-			return b.take(a, resp)
-		case resumeChanged:
-			a.discard(resp)
-			return b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
-		case resumeFailed:
-			o := outcome{resp: resp}
-			o.readRetryAfter(clockFor(resp))
-			tg.noteRetryAfter(&verdict{ra: o.ra, hasRA: o.hasRA, at: o.at}, c.p.maxRetryAfter)
-			last, status = answered(resp), resp.StatusCode
-			a.discard(resp)
-			b.stuck++
-		default:
-			a.discard(resp)
-			return b.giveUp(ReasonNotRetryable, resp.StatusCode, answered(resp))
+		var done bool
+		if last, done, err = b.ask(c); done {
+			return err
 		}
 	}
+}
+
+// resumeFailure is a resume request that failed in a way worth another:
+// its error, and its status, 0 for an error.
+type resumeFailure struct {
+	err    error
+	status int
+}
+
+// sender is the call that sends the resume requests, made at the first
+// break (see newCall); an error when the caller closed the body first.
+func (b *resumeBody) sender() (*call, error) {
+	if b.c != nil {
+		return b.c, nil
+	}
+	ctx, cancel := context.WithCancel(b.req.Context())
+	b.mu.Lock()
+	closed := b.closed
+	b.cancel = cancel
+	b.mu.Unlock()
+	if closed {
+		cancel()
+		return nil, errReadOnClosedBody
+	}
+	b.c = b.newCall(ctx)
+	return b.c, nil
+}
+
+// ask sends the next resume request through c, paid for, and judges what
+// comes back: done with the body delivering again (err nil) or ending
+// with err; or not done, with the failure that calls for another request.
+func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
+	tg := &c.targets[0]
+	b.resumes++
+	n := b.sent + b.resumes
+	b.last = n
+	c.header = b.rangeHeader()
+	a, r := c.newAttempt(n, tg, http.NoBody)
+	c.sent = n
+	resp, err := c.do(a, r)
+	if err != nil {
+		a.end()
+		if b.isClosed() {
+			return failed, true, errReadOnClosedBody
+		}
+		o := c.judge(a, nil, err, time.Time{})
+		reason := c.refusal(o)
+		if !o.failure {
+			reason = ReasonNotRetryable
+		}
+		if reason != 0 {
+			return failed, true, b.giveUp(reason, 0, err)
+		}
+		b.stuck++
+		return resumeFailure{err: err}, false, nil
+	}
+	switch b.judgeResume(resp) {
+	case resumeAccepted, resumeWhole:
+		return failed, true, b.take(a, resp)
+	case resumeChanged:
+		a.discard(resp)
+		return failed, true, b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
+	case resumeFailed:
+		o := outcome{resp: resp}
+		o.readRetryAfter(clockFor(resp))
+		tg.noteRetryAfter(&verdict{ra: o.ra, hasRA: o.hasRA, at: o.at}, c.p.maxRetryAfter)
+		a.discard(resp)
+		b.stuck++
+		return resumeFailure{answered(resp), resp.StatusCode}, false, nil
+	}
+	a.discard(resp)
+	return failed, true, b.giveUp(ReasonNotRetryable, resp.StatusCode, answered(resp))
 }
 
 // answered is the error of a resume request answered with resp.
