@@ -32,67 +32,6 @@ type attempt struct {
 	ctx attemptContext
 }
 
-// attemptContext carries an attempt's number to the middlewares inside
-// httpretry, and tells an httpretry inside it that the request is an
-// attempt of another (by, the transport that made it).
-type attemptContext struct {
-	context.Context
-	n  int
-	by *RetryTransport
-}
-
-type attemptKey struct{}
-
-func (c *attemptContext) Value(key any) any {
-	if _, ok := key.(attemptKey); ok {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
-// AttemptFromContext reports which attempt of a request ctx belongs to: 1
-// for the first, 2 for the first resend or hedged copy, and so on. It is
-// meant for tracing and logging middlewares placed inside httpretry (as
-// its base), for example to set http.request.resend_count to the attempt
-// less one. A context that did not come from httpretry is a first attempt.
-// The first attempt of a request is usually the caller's own request,
-// untouched: AttemptFromContext then walks the context chain and finds
-// nothing, which costs httpretry nothing.
-//
-// With httpretry inside httpretry, it reports the innermost one's attempt.
-func AttemptFromContext(ctx context.Context) int {
-	if ac, ok := ctx.Value(attemptKey{}).(*attemptContext); ok {
-		return ac.n
-	}
-	return 1
-}
-
-// marked is set once any attempt has had a context of its own: until
-// then no request can be an outer httpretry's attempt, and RoundTrip need
-// not walk the context chain to find out. Measured: the walk costs 3 ns on
-// context.Background and 50 ns on a chain of eight contexts, as a server
-// handler's request has; the flag's load costs 1 ns.
-var marked atomic.Bool
-
-// fromOuterAttempt reports whether r is an attempt of an outer httpretry,
-// whose policy then governs it (point 20: wrapping twice never
-// multiplies). It tells that outer transport so, so that from then on
-// even its first attempts, which usually go out as the caller's own
-// request with no context to find, carry one.
-func fromOuterAttempt(r *http.Request) bool {
-	if !marked.Load() {
-		return false
-	}
-	ac, ok := r.Context().Value(attemptKey{}).(*attemptContext)
-	if !ok {
-		return false
-	}
-	if !ac.by.wrapsRetry.Load() {
-		ac.by.wrapsRetry.Store(true)
-	}
-	return true
-}
-
 // newAttempt prepares attempt n to tg with body. The attempt gets a
 // context of its own when a timer bounds it or when it may have to be
 // canceled as a losing hedge. A request that may be resent only if it

@@ -1,10 +1,6 @@
 package httpretry
 
 import (
-	"context"
-	"errors"
-	"net/http"
-	"sync/atomic"
 	"time"
 )
 
@@ -16,56 +12,6 @@ import (
 // own origin, each drawn on the one pool of MaxRetries and charged to the
 // budget of the origin it goes to. So one request costs at most
 // candidates + MaxRetries upstream calls, hedged copies included.
-
-type fallbacksKey struct{}
-
-// fallbacksUsed is set once WithFallbacks has been called, so that
-// RoundTrip skips the context lookup until then, as for WithMaxRetries. Measured: a lookup costs 3 ns on
-// context.Background and 50 ns on a chain of eight contexts, as a server
-// handler's request has, against 1 ns for the flag's load, on a request
-// whose whole happy path costs about 400 ns (BenchmarkGET).
-var fallbacksUsed atomic.Bool
-
-// requestFallbacks is what WithFallbacks stores: the origins parsed once,
-// or why they could not be.
-type requestFallbacks struct {
-	origins []origin
-	err     error
-}
-
-// WithFallbacks returns a context that gives the requests sent with it
-// these fallback origins, tried in order after the request's own, in
-// place of their policy's Fallbacks. With no origins, those requests have
-// no fallback, so that with MaxRetries 0 they are sent exactly once. An
-// origin is "http://" or "https://" and a host with an optional port; a
-// malformed one makes RoundTrip fail before any attempt, with an error
-// that names it.
-func WithFallbacks(ctx context.Context, origins ...string) context.Context {
-	fallbacksUsed.Store(true)
-	f := &requestFallbacks{}
-	var errs []error
-	for _, s := range origins {
-		o, err := parseOrigin(s)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		f.origins = append(f.origins, o)
-	}
-	f.err = errors.Join(errs...)
-	return context.WithValue(ctx, fallbacksKey{}, f)
-}
-
-// fallbacksFor returns the fallback origins of r, from its context or its
-// policy, and an error for a malformed per-request list.
-func fallbacksFor(r *http.Request, p *hostPolicy) ([]origin, error) {
-	if fallbacksUsed.Load() {
-		if f, ok := r.Context().Value(fallbacksKey{}).(*requestFallbacks); ok {
-			return f.origins, f.err
-		}
-	}
-	return p.fallbacks, nil
-}
 
 // usable reports whether a request to own may go to fb: not the same
 // origin, and never from https down to http.

@@ -1,12 +1,10 @@
 package httpretry
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
 	"strings"
-	"sync/atomic"
 )
 
 // defaultIdempotencyHeaders are the two names net/http itself takes as
@@ -55,34 +53,6 @@ func resendable(req *http.Request, names []string) bool {
 	return idempotentMethod(req.Method) ||
 		keyable(req.Method) && hasIdempotencyKey(req.Header, names) ||
 		idempotentFrom(req.Context())
-}
-
-type idempotentKey struct{}
-
-// idempotentUsed is set once WithIdempotent has been called: until then no
-// context can hold the mark, and the lookup, which walks the whole context
-// chain, is skipped. Measured: a lookup costs 3 ns on
-// context.Background and 50 ns on a chain of eight contexts, as a server
-// handler's request has, against 1 ns for the flag's load, on a request
-// whose whole happy path costs about 400 ns (BenchmarkGET).
-var idempotentUsed atomic.Bool
-
-// WithIdempotent returns a context that marks every request sent with it as
-// safe to send more than once, whatever its method: for operations known
-// to be idempotent that a client sends as POST, such as S3's
-// CompleteMultipartUpload or DeleteObjects. Never use it for an operation
-// whose repetition has an effect, such as S3's CreateMultipartUpload.
-func WithIdempotent(ctx context.Context) context.Context {
-	idempotentUsed.Store(true)
-	return context.WithValue(ctx, idempotentKey{}, true)
-}
-
-func idempotentFrom(ctx context.Context) bool {
-	if !idempotentUsed.Load() {
-		return false
-	}
-	marked, _ := ctx.Value(idempotentKey{}).(bool)
-	return marked
 }
 
 // newIdempotencyKey returns a random version 4 UUID, the form the IETF

@@ -1,10 +1,5 @@
 package httpretry
 
-import (
-	"context"
-	"sync/atomic"
-)
-
 // Option configures New and Middleware. Options apply in order; only the
 // With… functions of this package make them.
 type Option interface {
@@ -63,34 +58,6 @@ func WithObserver(fn func(Event)) Option {
 			c.observers = append(c.observers, observer{fn: fn})
 		}
 	})
-}
-
-type maxRetriesKey struct{}
-
-// maxRetriesUsed is set once WithMaxRetries has been called: until then no
-// context can hold an override, and RoundTrip skips the lookup, which walks
-// the whole context chain. Measured: a lookup costs 3 ns on
-// context.Background and 50 ns on a chain of eight contexts, as a server
-// handler's request has, against 1 ns for the flag's load, on a request
-// whose whole happy path costs about 400 ns (BenchmarkGET).
-var maxRetriesUsed atomic.Bool
-
-// WithMaxRetries returns a context that makes the requests sent with it
-// allow n resends, whatever their policy's MaxRetries. n is capped at
-// MaxRetriesLimit (16); 0 or less turns retrying off for those requests,
-// but each fallback origin still gets its one attempt: to send a request
-// exactly once, take its fallbacks away too with WithFallbacks(ctx).
-func WithMaxRetries(ctx context.Context, n int) context.Context {
-	maxRetriesUsed.Store(true)
-	return context.WithValue(ctx, maxRetriesKey{}, min(max(n, 0), MaxRetriesLimit))
-}
-
-func maxRetriesFrom(ctx context.Context) (int, bool) {
-	if !maxRetriesUsed.Load() {
-		return 0, false
-	}
-	n, ok := ctx.Value(maxRetriesKey{}).(int)
-	return n, ok
 }
 
 // newConfig applies opts in order over the defaults.
