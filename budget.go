@@ -94,17 +94,18 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 	}
 }
 
-// Budget is one host's retry budget: a rolling window of request and resend
-// counts, and the host's floor credit (see BudgetConfig.MinRetries). It is
-// safe for concurrent use; obtain one from Budgets.For, which keeps both
-// across reloads.
+// Budget is one host's retry budget: a rolling window of request, resend
+// and learned-copy counts, and the host's floor credit (see
+// BudgetConfig.MinRetries). It is safe for concurrent use; obtain one from
+// Budgets.For, which keeps both across reloads. The zero Budget is a
+// default budget of its own, in no registry.
 type Budget struct {
 	params atomic.Pointer[budgetParams]
 	// cur is the bucket Record adds to while the host is busy, advanced
 	// at each slot boundary by ticker, so that Record need not read the
 	// clock: measured with BenchmarkBudgetsHotPath/Record, 6 ns a Record
 	// against 115 to 155 ns for one that reads it (a busy 2-core VM; 45 ns
-	// elsewhere), where BenchmarkGET's whole request costs about 450 ns.
+	// elsewhere), where BenchmarkGET's whole request costs about 400 ns.
 	// nil while the host is idle.
 	cur atomic.Pointer[bucket]
 	// rec is the record that holds this budget in a Budgets, nil for a

@@ -8,10 +8,13 @@ import (
 )
 
 // The decisions of the attempt loop, each a function of the call's state
-// and an instant, with no side effect: is an outcome a failure worth
-// another attempt (failed), may it be resent at all (refusal), and what
-// comes next: which candidate, after how long, announced how (next, which
-// asks admit of each candidate). loop.go acts on what they decide.
+// and an instant it is given: what an outcome is (judge), may it be resent
+// at all (refusal), what comes next, to which candidate, after how long,
+// announced how (next and nextCopy, which ask admit or admitCopy of each
+// candidate), and the reservation that pays for it (reserve). They change
+// no state of the call or its origins; two call out: a backoff with jitter
+// draws randomness, and judge calls the policy's RetryIf. loop.go and
+// verdict.go act on what they decide.
 
 // answers reports whether resp, which came without an error, is an answer
 // to return rather than a failure to retry.

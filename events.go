@@ -13,9 +13,10 @@ type EventKind uint8
 const (
 	// EventRetry: an attempt failed and a resend will be sent after Delay.
 	EventRetry EventKind = iota + 1
-	// EventHedge: an attempt went without response headers for
-	// Hedge.After and copy number Attempt was sent, or, with Reason set,
-	// was not.
+	// EventHedge: an attempt went without response headers for the
+	// round's delay (Hedge.After, or the origin's learned delay under
+	// Hedge.Quantile) and copy number Attempt was sent, or, with Reason
+	// set, was not.
 	EventHedge
 	// EventGiveUp: the last attempt failed (a status in RetryOn, a
 	// transport error, or an outcome Policy.RetryIf accepted) and no

@@ -49,11 +49,12 @@ const (
 // pays one atomic load.
 //
 // The two halves share one array of counters, a half in each 16 bits of a
-// bucket's word: a sample costs two atomic adds, and the quantile reads
-// one word per bucket. A half holds 256 samples and a few stragglers; to
+// bucket's word: a sample costs two atomic adds, and the quantile reads one
+// word per bucket. A half holds 256 samples and a few stragglers; to
 // overflow its 16 bits, 65,000 attempts to one origin would have to settle
-// while the goroutine switching halves is preempted. Recomputing would otherwise cost more than the sample
-// itself (1.2 µs over two arrays, 37 ns per sample when amortized).
+// while the goroutine switching halves is preempted. Recomputing would
+// otherwise cost more than the sample itself (1.2 µs over two arrays, 37 ns
+// per sample when amortized).
 //
 // Concurrent recorders race with a half switch, and the race is left
 // unguarded because guarding it would cost every sample a lock or a retry

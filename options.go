@@ -49,9 +49,9 @@ func WithBudgets(b *Budgets) Option {
 }
 
 // WithObserver adds fn to the functions told of every retry, hedge,
-// fallback, give-up, demotion and restore (see EventKind). They are called synchronously on the request's
-// goroutine, in the order given, with no lock held: they must be cheap and
-// safe for concurrent use. A nil fn is ignored.
+// fallback, give-up, demotion and restore (see EventKind). They are called
+// synchronously on the request's goroutine, in the order given, with no lock
+// held: they must be cheap and safe for concurrent use. A nil fn is ignored.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
 		if fn != nil {
