@@ -65,9 +65,11 @@ func (t *RetryTransport) resolve(req *http.Request) (route, error) {
 }
 
 // findRecord looks up the own origin's record, when the request charges
-// its budget or may reorder its candidates. With Demote, an origin with a
-// demotion standing sends the request to the slow path, where the
-// candidates are reordered; any other costs one atomic load here.
+// its budget or may reorder its candidates, and records the request in
+// its budget when its first attempt goes there. With Demote, an origin
+// with a demotion standing sends the request to the slow path, where the
+// candidates are reordered and the first attempt's origin records it (see
+// send); any other costs one atomic load here.
 func (r *route) findRecord() {
 	if r.budgeted {
 		r.rec = r.t.budgets.record(r.own.host)
@@ -78,6 +80,9 @@ func (r *route) findRecord() {
 			r.rec = r.t.budgets.record(r.own.host)
 		}
 		r.reorder = r.rec.demotion.standing()
+	}
+	if r.budgeted && !r.reorder {
+		r.rec.budget.Record()
 	}
 }
 
@@ -112,9 +117,6 @@ func (r *route) passThrough() (*http.Response, error) {
 // sendFast sends the caller's own request as the first attempt, and hands
 // any outcome that is not an answer to a call.
 func (r *route) sendFast() (*http.Response, error) {
-	if r.budgeted {
-		r.rec.budget.Record()
-	}
 	resp, err := r.t.base.RoundTrip(r.req)
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
 		tg := target{scheme: r.own.scheme, host: r.own.host, rec: r.rec, budgeted: r.budgeted}
@@ -148,9 +150,6 @@ func (r *route) applyAnswer(tg *target, resp *http.Response) {
 
 // send is the slow path: a call from the first attempt on.
 func (r *route) send() (*http.Response, error) {
-	if r.budgeted && !r.reorder {
-		r.rec.budget.Record()
-	}
 	if r.p.deadline > 0 {
 		r.policyDeadline = time.Now().Add(r.p.deadline)
 	}
