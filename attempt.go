@@ -42,9 +42,17 @@ type attempt struct {
 func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *http.Request) {
 	// Attempt 1 lives in the call. An attempt is never reused for the
 	// next: its context, held inside it, may still be read by the base
-	// transport's goroutines after its response was discarded.
+	// transport's goroutines after its response was discarded. When the
+	// fast path sent attempt 1 as the caller's own request, the call's
+	// attempt never had a context to hand out, and holds attempt 2: the
+	// common resend then costs one allocation less.
 	a := &c.first
-	if n > 1 {
+	switch {
+	case n == 1:
+	case n == 2 && c.spare:
+		*a = attempt{}
+		c.spare = false
+	default:
 		a = new(attempt)
 	}
 	a.n, a.tg = n, tg

@@ -17,6 +17,7 @@ type call struct {
 	ring    int            // where the next resend goes round targets
 	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
 	first   attempt        // attempt 1, held here to save it an allocation
+	spare   bool           // first was the caller's own request: see newAttempt
 
 	sent       int           // attempts sent, hedged copies included
 	drawn      int           // attempts drawn on the pool of maxRetries

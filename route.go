@@ -130,6 +130,7 @@ func (r *route) sendFast() (*http.Response, error) {
 	c := newCall(r)         // no Deadline on this path: sendsAsIs said so
 	defer c.releaseProbes() // claimed in newCall; a panic must not keep them
 	c.targets[0].tried = true
+	c.spare = true
 	if resp != nil {
 		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
 		o.readRetryAfter(c.clock(resp))
