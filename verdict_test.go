@@ -113,3 +113,40 @@ func TestTheFastPathsAnswerIsToldAsTheLoopsIs(t *testing.T) {
 	assert.Equal(t, EventRestore, events[0].Kind)
 	assert.Equal(t, "http://a.example", events[0].Origin)
 }
+
+// demotingBase answers 200, and before it does, demotes its origin in
+// budgets, as another request's failures would while this one is under
+// way.
+type demotingBase struct{ budgets *Budgets }
+
+func (d demotingBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	rule := Demote{After: 1, For: time.Hour}.resolve()
+	d.budgets.record(req.URL.Host).demotion.failed(time.Now(), probe{}, rule, nil)
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+}
+
+// The fast path and the slow path apply an outcome alike: a differential
+// test, one request through each, over the same origin state. A timer
+// (PerTryTimeout) is what sends a GET down the slow path. Before verdicts
+// had one function, the fast path restored the origin demoted while its
+// request was under way without telling anyone.
+func TestTheFastAndTheSlowPathTellAnAnswerAlike(t *testing.T) {
+	run := func(perTry time.Duration) (kinds []EventKind, standing bool) {
+		budgets := NewBudgets()
+		p := withFallbacks(DefaultPolicy(), "http://b.example")
+		p.PerTryTimeout = perTry
+		tr := New(demotingBase{budgets}, WithPolicy(p), WithBudgets(budgets),
+			WithObserver(func(e Event) { kinds = append(kinds, e.Kind) }))
+		req, _ := http.NewRequest(http.MethodGet, "http://a.example/", nil)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return kinds, budgets.record("a.example").demotion.standing()
+	}
+	fastKinds, fastStanding := run(0)
+	slowKinds, slowStanding := run(time.Hour)
+	assert.Equal(t, []EventKind{EventRestore}, slowKinds)
+	assert.Equal(t, slowKinds, fastKinds, "the fast path tells what the slow path tells")
+	assert.False(t, slowStanding)
+	assert.Equal(t, slowStanding, fastStanding)
+}
