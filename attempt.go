@@ -40,21 +40,7 @@ type attempt struct {
 // refused dial or a failed lookup says so by its error. The trace costs
 // about 1 KB and 9 allocations, so it is never installed otherwise.
 func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *http.Request) {
-	// Attempt 1 lives in the call. An attempt is never reused for the
-	// next: its context, held inside it, may still be read by the base
-	// transport's goroutines after its response was discarded. When the
-	// fast path sent attempt 1 as the caller's own request, the call's
-	// attempt never had a context to hand out, and holds attempt 2: the
-	// common resend then costs one allocation less.
-	a := &c.first
-	switch {
-	case n == 1:
-	case n == 2 && c.spare:
-		*a = attempt{}
-		c.spare = false
-	default:
-		a = new(attempt)
-	}
+	a := c.attemptFor(n)
 	a.n, a.tg = n, tg
 	c.bound(a)
 	r := c.req
@@ -90,6 +76,24 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 		}
 	}
 	return a, r
+}
+
+// attemptFor is where attempt n lives. Attempt 1 lives in the call. An
+// attempt is never reused for the next: its context, held inside it, may
+// still be read by the base transport's goroutines after its response was
+// discarded. When the fast path sent attempt 1 as the caller's own
+// request, the call's attempt never had a context to hand out, and holds
+// attempt 2: the common resend then costs one allocation less.
+func (c *call) attemptFor(n int) *attempt {
+	switch {
+	case n == 1:
+		return &c.first
+	case n == 2 && c.spare:
+		c.spare = false
+		c.first = attempt{}
+		return &c.first
+	}
+	return new(attempt)
 }
 
 // bound sets the timer of attempt a: PerTryTimeout, or what is left of
