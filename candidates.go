@@ -64,10 +64,37 @@ func (c *call) setTargets() {
 		order = order[1:]
 	}
 	demoteLast(order, func(tg *target) bool {
-		last, p := tg.rec.demotion.place(now, mayProbe)
-		tg.probe = p
+		last, probing := tg.rec.demotion.order(now, mayProbe)
+		tg.probing = probing
 		return last
 	})
+}
+
+// claimProbe claims, at now, the probe of tg when set-up kept it in its
+// configured place to probe it, for the attempt about to be paid for. It
+// reports false when another request claimed the probe first: tg is then
+// deferred, tried after every other candidate not yet tried, as set-up
+// would have ordered it had it seen the claim (see next).
+func (c *call) claimProbe(tg *target, now time.Time) bool {
+	if !tg.probing {
+		return true
+	}
+	tg.probing = false
+	p, ok := tg.rec.demotion.claim(now)
+	tg.probe = p
+	tg.deferred = !ok
+	return ok
+}
+
+// firstTarget is the candidate the first attempt goes to at now: the first
+// in order whose probe, if it is one, this request claims.
+func (c *call) firstTarget(now time.Time) *target {
+	for i := range c.targets {
+		if tg := &c.targets[i]; c.claimProbe(tg, now) {
+			return tg
+		}
+	}
+	return &c.targets[0] // every probe claimed first: the configured first
 }
 
 // budgetOf is tg's budget, nil when disabled. The registry may have
@@ -124,9 +151,13 @@ type target struct {
 	raUntil   time.Time
 	raTooLong bool
 	tried     bool
-	// probe is this request's claim on the origin's probe, given back by a
-	// verdict or at the end of the request.
-	probe probe
+	// probing says set-up kept the origin in place to probe it, and probe
+	// is this request's claim on it, taken when its attempt is paid for
+	// and given back by a verdict or at the end of the request; deferred
+	// says another request claimed it first.
+	probing  bool
+	deferred bool
+	probe    probe
 }
 
 // origin is "scheme://host[:port]", as events report it.

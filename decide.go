@@ -107,10 +107,7 @@ type plan struct {
 // discarding the failed response may still take. next changes nothing:
 // the loop pays for the plan, then commits it.
 func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, Reason) {
-	for k := range c.targets {
-		if c.targets[k].tried {
-			continue
-		}
+	if k, ok := c.untried(); ok {
 		if !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline) {
 			return plan{}, ReasonDeadline
 		}
@@ -126,17 +123,31 @@ func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, R
 // candidates as a resend goes. A copy to a new candidate is still drawn on
 // the pool.
 func (c *call) nextCopy(now time.Time) (plan, Reason) {
-	for k := range c.targets {
-		if !c.targets[k].tried {
-			if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
-				return plan{}, reason
-			}
-			return plan{to: k, kind: EventHedge}, 0
+	if k, ok := c.untried(); ok {
+		if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
+			return plan{}, reason
 		}
+		return plan{to: k, kind: EventHedge}, 0
 	}
 	return c.around(EventHedge, nil, func(tg *target) (time.Duration, Reason) {
 		return 0, c.admitCopy(tg, now)
 	})
+}
+
+// untried is the next candidate not yet tried, in order, those whose probe
+// another request claimed first (deferred) after the others.
+func (c *call) untried() (int, bool) {
+	later := -1
+	for k := range c.targets {
+		switch tg := &c.targets[k]; {
+		case tg.tried:
+		case !tg.deferred:
+			return k, true
+		case later < 0:
+			later = k
+		}
+	}
+	return later, later >= 0
 }
 
 // around goes round the candidates from where the last attempt went, and

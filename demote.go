@@ -131,25 +131,41 @@ type probe struct {
 	claimed int64 // the value of until that marks this claim: -u
 }
 
-// place decides where the origin goes among a request's candidates at now.
-// It goes last while demoted; once the demotion has expired, the first
-// request that may probe claims the probe, returned in p, and the origin
-// keeps its configured place for it, while it stays last for every other
-// request until the probe ends. A request may probe when it may move on to
-// another candidate (it may be resent and its body replayed): a POST
-// without a key never probes. An undemoted origin costs one atomic load.
-func (s *demotion) place(now time.Time, mayProbe bool) (last bool, p probe) {
+// order decides where the origin goes among a request's candidates at
+// now, and claims nothing. It goes last while demoted, and while another
+// request probes it. Once the demotion has expired and its probe is free,
+// it keeps its configured place for a request that may probe (probing),
+// which claims the probe when its attempt is paid for (see claim). A
+// request may probe when it may move on to another candidate (it may be
+// resent and its body replayed): a POST without a key never probes. An
+// undemoted origin costs one atomic load.
+func (s *demotion) order(now time.Time, mayProbe bool) (last, probing bool) {
 	u := s.until.Load()
 	switch {
 	case u == 0:
-		return false, probe{}
+		return false, false
 	case u < 0 || !mayProbe || now.UnixNano() < u:
-		return true, probe{}
-	case s.until.CompareAndSwap(u, -u):
-		return false, probe{claimed: -u}
+		return true, false
 	}
-	// Another request claimed the probe, or its answer moved the end.
-	return true, probe{}
+	return false, true
+}
+
+// claim claims, at now, the probe of an origin whose demotion has expired,
+// for the attempt about to go to it, so that one request at a time probes
+// it. ok is false when another request claimed it first, or the origin
+// was demoted again since it was ordered; an origin restored since needs
+// no probe, and ok is true with none.
+func (s *demotion) claim(now time.Time) (p probe, ok bool) {
+	u := s.until.Load()
+	switch {
+	case u == 0:
+		return probe{}, true
+	case u < 0 || now.UnixNano() < u:
+		return probe{}, false
+	case s.until.CompareAndSwap(u, -u):
+		return probe{claimed: -u}, true
+	}
+	return probe{}, false // another request's claim or answer came first
 }
 
 // failed records a failure of the origin at now: a status the policy
@@ -292,8 +308,7 @@ func addNanos(t int64, d time.Duration) int64 {
 // demoteLast moves the elements of s for which last reports true to the
 // back of s, in place and stably: each group keeps its configured order,
 // so with none or every one of them last, s is unchanged. Nothing is
-// removed. last is called once per element, front to back, so that a probe
-// it claims goes to the first origin in configured order. A request has a
+// removed. last is called once per element, front to back. A request has a
 // handful of candidates: shifting them costs less than any scratch space.
 func demoteLast[T any](s []T, last func(*T) bool) {
 	front := 0 // where the next element that stays in front goes

@@ -1035,3 +1035,77 @@ func TestAFastPathAnswerToADemotedOrigin(t *testing.T) {
 		})
 	}
 }
+
+// A probe is claimed when an attempt goes to it, not when a request is set
+// up: a request whose own origin is slow to answer holds no fallback's
+// probe, so another request whose own origin fails probes that fallback at
+// once instead of passing it over (before, the slow request claimed the
+// probe at set-up and held it while it waited, and the other went to the
+// next fallback).
+func TestAProbeIsClaimedWhenItsAttemptGoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		budgets := NewBudgets()
+		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Second})), WithBudgets(budgets))
+		rule := Demote{After: 1, For: time.Second}.resolve()
+		demoted, d := budgets.record("b.test").demotion.failed(time.Now(), probe{}, rule, nil)
+		require.True(t, demoted)
+		time.Sleep(d) // expired: the next request that reaches b.test probes it
+
+		release := make(chan struct{})
+		o.set("a.test", func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPut {
+				<-release // the slow request
+				return respond(http.StatusOK)(r)
+			}
+			return respond(http.StatusServiceUnavailable)(r)
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			// A body without GetBody: recorded, so the request takes the
+			// slow path and is set up with its candidates before its
+			// attempt.
+			req, _ := http.NewRequest(http.MethodPut, "http://a.test/items", io.NopCloser(strings.NewReader("x")))
+			req.ContentLength = 1
+			resp, err := rt.RoundTrip(req)
+			if assert.NoError(t, err) {
+				resp.Body.Close()
+			}
+		}()
+		synctest.Wait()
+		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "the fallback is probed, not passed over")
+		assert.False(t, budgets.record("b.test").demotion.standing(), "and its answer restored it")
+		close(release)
+		<-done
+	})
+}
+
+// A request that set up a demoted fallback in its place to probe it, and
+// finds, when its attempt would go there, that another request claimed the
+// probe meanwhile, passes it over as set-up would have: one request at a
+// time probes an origin, however their set-ups interleave.
+func TestAProbeClaimedMeanwhileIsPassedOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		budgets := NewBudgets()
+		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Second})), WithBudgets(budgets))
+		b := budgets.record("b.test")
+		demoted, d := b.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
+		require.True(t, demoted)
+		time.Sleep(d)
+		var other probe
+		o.set("a.test", func(r *http.Request) (*http.Response, error) {
+			// Another request claims the probe while this one's first
+			// attempt is under way.
+			var ok bool
+			other, ok = b.demotion.claim(time.Now())
+			require.True(t, ok)
+			return respond(http.StatusServiceUnavailable)(r)
+		})
+		assert.Equal(t, []string{"a.test", "c.test"}, o.get(t, rt), "b.test passed over")
+		assert.Zero(t, o.calls("b.test"))
+		assert.True(t, b.demotion.standing(), "the other request's probe still stands")
+		b.demotion.release(other)
+	})
+}

@@ -219,6 +219,9 @@ func (h *hedgedRound) hedge() bool {
 	next := c.sent + 1
 	now := time.Now()
 	s, reason := c.nextCopy(now)
+	for reason == 0 && !c.claimProbe(&c.targets[s.to], now) {
+		s, reason = c.nextCopy(now) // deferred: decided again
+	}
 	tg := h.last
 	if reason == 0 {
 		tg = &c.targets[s.to]

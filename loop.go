@@ -163,6 +163,9 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 		}
 		tg := &c.targets[s.to]
 		if s.kind == EventFallback {
+			if !c.claimProbe(tg, now) {
+				continue // deferred: next decides again
+			}
 			if b := c.budgetOf(tg); b != nil {
 				b.Record()
 			}

@@ -267,6 +267,9 @@ func (r *route) send() (*http.Response, error) {
 		defer c.body.finish()
 	}
 	first := &c.targets[0]
+	if r.reorder {
+		first = c.firstTarget(time.Now()) // only a reordered first may be a probe
+	}
 	if b := c.budgetOf(first); r.reorder && b != nil {
 		// Its first attempt is this origin's request (point 18).
 		b.Record()
