@@ -44,7 +44,7 @@ func (c *call) judge(a *attempt, resp *http.Response, err error, now time.Time) 
 		defer a.releaseOnPanic(resp)
 	}
 	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
-	o.readRetryAfter(now)
+	o.read(resp, now)
 	return o
 }
 

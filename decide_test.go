@@ -212,7 +212,7 @@ func TestStrongerFailure(t *testing.T) {
 		return &http.Response{StatusCode: 503, Header: h}
 	}
 	judged := func(o outcome) outcome {
-		o.readRetryAfter(t0)
+		o.read(o.resp, t0)
 		return o
 	}
 	e := outcome{err: errors.New("reset")}

@@ -233,25 +233,25 @@ func (r *route) sendFast() (*http.Response, error) {
 	}
 	resp, err = checkOutcome(resp, err)
 	c := newCall(r)         // no Deadline on this path: sendsAsIs said so
-	defer c.releaseProbes() // claimed in newCall; a panic must not keep them
+	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
 	c.targets[0].tried = true
 	c.spare = true
 	if resp != nil {
 		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
-		o.readRetryAfter(c.clock(resp))
+		o.read(resp, c.clock(resp))
 		return c.loop(o)
 	}
 	return c.loop(c.judge(&c.first, nil, err, c.clock(nil)))
 }
 
 // applyAnswer applies the verdict of the fast path's answer resp, from
-// attempt 1 to tg, as the loop applies any other (see apply). An observer
+// attempt 1 to tg, as the loop applies any other (see applyTo). An observer
 // that panics leaves resp closed.
 func (r *route) applyAnswer(tg *target, resp *http.Response) {
 	defer (*attempt)(nil).releaseOnPanic(resp)
-	o := outcome{resp: resp}
-	o.readRetryAfter(clockFor(resp))
-	r.applyTo(tg, verdict{n: 1, status: resp.StatusCode, ra: o.ra, hasRA: o.hasRA, at: o.at})
+	v := verdict{n: 1, status: resp.StatusCode}
+	v.read(resp, clockFor(resp))
+	r.applyTo(tg, v)
 }
 
 // send is the slow path: a call from the first attempt on.

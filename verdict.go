@@ -14,21 +14,26 @@ type outcome struct {
 	resp    *http.Response
 	err     error
 	failure bool
-	// ra is the longest Retry-After resp carries, as of at, the instant
-	// it was judged at; hasRA is false when it carries none readable. at
-	// is zero when nothing depended on the time (see call.clock).
+	retryAfterAt
+	told bool
+}
+
+// retryAfterAt is a response's Retry-After read once (see read): ra, the
+// longest it carries, as of at, the instant it was judged at; hasRA is
+// false when it carries none readable. at is zero when nothing depended on
+// the time (see call.clock).
+type retryAfterAt struct {
 	ra    time.Duration
 	hasRA bool
 	at    time.Time
-	told  bool
 }
 
-// readRetryAfter parses o's Retry-After at now, once: every later use
-// reads o.ra. now is the zero time only when resp has none.
-func (o *outcome) readRetryAfter(now time.Time) {
-	o.at = now
-	if o.resp != nil && o.resp.Header["Retry-After"] != nil {
-		o.ra, o.hasRA = retryAfter(o.resp.Header, now)
+// read parses resp's Retry-After at now, once: every later use reads ra.
+// now is the zero time only when resp has none.
+func (r *retryAfterAt) read(resp *http.Response, now time.Time) {
+	r.at = now
+	if resp != nil && resp.Header["Retry-After"] != nil {
+		r.ra, r.hasRA = retryAfter(resp.Header, now)
 	}
 }
 
@@ -49,14 +54,12 @@ type verdict struct {
 	err       error
 	failure   bool
 	cut       bool // the policy's Deadline cut the attempt: no verdict
-	ra        time.Duration
-	hasRA     bool
-	at        time.Time
+	retryAfterAt
 }
 
 func (o *outcome) verdict() verdict {
 	return verdict{n: o.a.n, status: status(o.resp), err: o.err, failure: o.failure,
-		cut: o.a.fired.Load() && o.a.byDeadline, ra: o.ra, hasRA: o.hasRA, at: o.at}
+		cut: o.a.fired.Load() && o.a.byDeadline, retryAfterAt: o.retryAfterAt}
 }
 
 // applyTo applies verdict v of an attempt to tg: a failure's Retry-After
