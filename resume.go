@@ -406,9 +406,9 @@ func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
 		a.discard(resp)
 		return failed, true, b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
 	case resumeFailed:
-		var v verdict
-		v.read(resp, clockFor(resp))
-		tg.noteRetryAfter(&v, c.p.maxRetryAfter)
+		var ra retryAfterAt
+		ra.read(resp, clockFor(resp))
+		tg.noteRetryAfter(&ra, c.p.maxRetryAfter)
 		a.discard(resp)
 		b.stuck++
 		return resumeFailure{answered(resp), resp.StatusCode}, false, nil

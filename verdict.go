@@ -70,17 +70,17 @@ func (o *outcome) verdict() verdict {
 // would leave.
 func (r *route) applyTo(tg *target, v verdict) {
 	if v.failure {
-		tg.noteRetryAfter(&v, r.p.maxRetryAfter)
+		tg.noteRetryAfter(&v.retryAfterAt, r.p.maxRetryAfter)
 	}
 	if r.demoting() {
 		r.tell(tg, &v)
 	}
 }
 
-// noteRetryAfter remembers what v, a failure from tg, asks of the next
-// call to tg: the strongest instruction wins, since a resend must never
-// come earlier than any answer asked.
-func (tg *target) noteRetryAfter(v *verdict, maxRetryAfter time.Duration) {
+// noteRetryAfter remembers what v, read from a failure from tg, asks of
+// the next call to tg: the strongest instruction wins, since a resend must
+// never come earlier than any answer asked.
+func (tg *target) noteRetryAfter(v *retryAfterAt, maxRetryAfter time.Duration) {
 	switch until := v.at.Add(v.ra); {
 	case !v.hasRA:
 	case v.ra > maxRetryAfter:
