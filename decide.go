@@ -11,10 +11,10 @@ import (
 // and an instant it is given: what an outcome is (judge), may it be resent
 // at all (refusal), what comes next, to which candidate, after how long,
 // announced how (next and nextCopy, which ask admit or admitCopy of each
-// candidate), and the reservation that pays for it (reserve). They change
-// no state of the call or its origins; two call out: a backoff with jitter
-// draws randomness, and judge calls the policy's RetryIf. loop.go and
-// verdict.go act on what they decide.
+// candidate). They change no state of the call or its origins; two call
+// out: a backoff with jitter draws randomness, and judge calls the
+// policy's RetryIf. loop.go pays for what they decide (pay, reserve) and
+// acts on it, and verdict.go applies what judge decided.
 
 // answers reports whether resp, which came without an error, is an answer
 // to return rather than a failure to retry.
@@ -235,17 +235,4 @@ func (c *call) room(now time.Time, drain time.Duration) time.Duration {
 		return maxDuration
 	}
 	return c.deadline.Sub(now) - drain
-}
-
-// reserve charges one attempt drawn on the pool to tg's budget at now, a
-// learned copy under its cap too (q > 0, see Budget.reserveAt): the one
-// reservation of a resend, a hedged copy and a resume request, for the
-// loop to refund if the attempt never goes. ok is false when the budget
-// refuses; a disabled budget charges nothing.
-func (c *call) reserve(tg *target, now time.Time, q float64) (reservation, bool) {
-	b := c.budgetOf(tg)
-	if b == nil {
-		return reservation{}, true
-	}
-	return b.reserveAt(now, q)
 }

@@ -183,6 +183,19 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 	}
 }
 
+// reserve charges one attempt drawn on the pool to tg's budget at now, a
+// learned copy under its cap too (q > 0, see Budget.reserveAt): the one
+// reservation of a resend, a hedged copy and a resume request, for the
+// loop to refund if the attempt never goes. ok is false when the budget
+// refuses; a disabled budget charges nothing.
+func (c *call) reserve(tg *target, now time.Time, q float64) (reservation, bool) {
+	b := c.budgetOf(tg)
+	if b == nil {
+		return reservation{}, true
+	}
+	return b.reserveAt(now, q)
+}
+
 // commit applies a paid plan to the call: its candidate has had an
 // attempt; a resend or a copy draws on the pool and spends its wait from
 // the wait budget, and one to a candidate already tried moves the ring on
