@@ -62,12 +62,13 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 	return !hedged && !keyed
 }
 
-// newCall sets up what the attempts after the first need.
+// newCall sets up, at now, what the attempts after the first need; now may
+// be zero unless the request orders its candidates by demotion.
 //
 // The candidates are set last, since whether the request may probe a
 // demoted origin depends on its body; the own origin stays first unless
 // the route reorders.
-func newCall(rt *route) *call {
+func newCall(rt *route, now time.Time) *call {
 	c := &call{route: *rt, sent: 1}
 	r, p := c.req, c.p
 	c.resendable = resendable(r, p.idemHeaders)
@@ -87,7 +88,7 @@ func newCall(rt *route) *call {
 		}
 		c.body = newReplayBody(r.Body, limit, r.ContentLength)
 	}
-	c.setTargets()
+	c.setTargets(now)
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
 	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
 	c.waitLeft = p.waitBudget

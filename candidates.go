@@ -36,7 +36,7 @@ func hasUsableFallback(own origin, fallbacks []origin) bool {
 // demoteLast), but for the own origin unless the route reorders: on the
 // fast path its attempt has gone already. A candidate carries its record in Budgets when the
 // request may reorder or learns a hedge delay.
-func (c *call) setTargets() {
+func (c *call) setTargets(now time.Time) {
 	own := target{scheme: c.own.scheme, host: c.own.host, rec: c.rec, budgeted: c.budgeted}
 	c.one[0] = own
 	c.targets = c.one[:]
@@ -58,7 +58,7 @@ func (c *call) setTargets() {
 	if !c.demoting() {
 		return
 	}
-	now, mayProbe := time.Now(), c.resendable && c.replayable()
+	mayProbe := c.resendable && c.replayable()
 	order := c.targets
 	if !c.reorder {
 		order = order[1:]

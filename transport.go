@@ -232,16 +232,23 @@ func (r *route) sendFast() (*http.Response, error) {
 		return resp, nil
 	}
 	resp, err = checkOutcome(resp, err)
-	c := newCall(r)         // no Deadline on this path: sendsAsIs said so
+	var now time.Time // no Deadline on this path: sendsAsIs said so
+	if r.demoting() {
+		now = time.Now()
+	}
+	c := newCall(r, now)
 	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
 	c.targets[0].tried = true
 	c.spare = true
+	if now.IsZero() {
+		now = c.clock(resp)
+	}
 	if resp != nil {
 		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
-		o.read(resp, c.clock(resp))
+		o.read(resp, now)
 		return c.loop(o)
 	}
-	return c.loop(c.judge(&c.first, nil, err, c.clock(nil)))
+	return c.loop(c.judge(&c.first, nil, err, now))
 }
 
 // applyAnswer applies the verdict of the fast path's answer resp, from
@@ -256,10 +263,11 @@ func (r *route) applyAnswer(tg *target, resp *http.Response) {
 
 // send is the slow path: a call from the first attempt on.
 func (r *route) send() (*http.Response, error) {
+	now := time.Now()
 	if r.p.deadline > 0 {
-		r.policyDeadline = time.Now().Add(r.p.deadline)
+		r.policyDeadline = now.Add(r.p.deadline)
 	}
-	c := newCall(r)
+	c := newCall(r, now)
 	defer c.releaseProbes()
 	if c.body != nil {
 		// Deferred here, not in the loop: a callback that panics in the
@@ -268,7 +276,7 @@ func (r *route) send() (*http.Response, error) {
 	}
 	first := &c.targets[0]
 	if r.reorder {
-		first = c.firstTarget(time.Now()) // only a reordered first may be a probe
+		first = c.firstTarget(now) // only a reordered first may be a probe
 	}
 	if b := c.budgetOf(first); r.reorder && b != nil {
 		// Its first attempt is this origin's request (point 18).
