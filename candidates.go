@@ -86,6 +86,15 @@ func (c *call) claimProbe(tg *target, now time.Time) bool {
 	return ok
 }
 
+// unclaimProbe gives back the probe claimProbe took for an attempt to tg
+// that does not go after all, so that a later attempt, this request's or
+// another's, may probe the origin.
+func (c *call) unclaimProbe(tg *target) {
+	tg.rec.demotion.release(tg.probe)
+	tg.probe = probe{}
+	tg.probing = true
+}
+
 // firstTarget is the candidate the first attempt goes to at now: the first
 // in order whose probe, if it is one, this request claims.
 func (c *call) firstTarget(now time.Time) *target {

@@ -1109,3 +1109,53 @@ func TestAProbeClaimedMeanwhileIsPassedOver(t *testing.T) {
 		b.demotion.release(other)
 	})
 }
+
+// A copy that took a fallback's probe and then does not go (its budget
+// refused it) gives the probe back at once: the request, still waiting on
+// its own origin, must not keep another request from probing the
+// fallback.
+func TestACopyThatDoesNotGoGivesItsProbeBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		budgets := NewBudgets()
+		p := demotePolicy(Demote{After: 1, For: time.Second})
+		p.MaxRetries = 2
+		p.Hedge = Hedge{After: 10 * time.Millisecond, Max: 1}
+		p.Budget = BudgetConfig{MinRetries: -1} // a quiet window grants no copy
+		var refused []Event
+		rt := New(o, WithPolicy(p), WithBudgets(budgets), WithObserver(func(e Event) {
+			if e.Kind == EventHedge && e.Reason != 0 {
+				refused = append(refused, e)
+			}
+		}))
+		b := budgets.record("b.test")
+		demoted, d := b.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
+		require.True(t, demoted)
+		time.Sleep(d)
+
+		release := make(chan struct{})
+		o.set("a.test", func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodHead {
+				<-release // the slow request, which tries a copy
+				return respond(http.StatusOK)(r)
+			}
+			return respond(http.StatusServiceUnavailable)(r)
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			req, _ := http.NewRequest(http.MethodHead, "http://a.test/items", nil)
+			resp, err := rt.RoundTrip(req)
+			if assert.NoError(t, err) {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		require.Len(t, refused, 1, "the copy was refused")
+		assert.Equal(t, ReasonBudget, refused[0].Reason)
+		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "the probe was given back")
+		close(release)
+		<-done
+	})
+}

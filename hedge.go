@@ -218,14 +218,7 @@ func (h *hedgedRound) hedge() bool {
 	c := h.c
 	next := c.sent + 1
 	now := time.Now()
-	s, reason := c.nextCopy(now)
-	for reason == 0 && !c.claimProbe(&c.targets[s.to], now) {
-		s, reason = c.nextCopy(now) // deferred: decided again
-	}
-	tg := h.last
-	if reason == 0 {
-		tg = &c.targets[s.to]
-	}
+	s, tg, claimed, reason := h.copyTarget(now)
 	var body io.ReadCloser
 	if reason == 0 {
 		// The body comes before the charge: a copy that cannot be sent is
@@ -235,10 +228,15 @@ func (h *hedgedRound) hedge() bool {
 	if reason == 0 {
 		if reason = h.charge(now); reason != 0 {
 			closeBody(body)
-			tg = h.origin
 		}
 	}
 	if reason != 0 {
+		if claimed {
+			c.unclaimProbe(tg)
+		}
+		if reason == ReasonBudget {
+			tg = h.origin // whose budget refused
+		}
 		h.hedging = false
 		c.emit(Event{Kind: EventHedge, Attempt: next, Reason: reason}, tg)
 		return false
@@ -256,6 +254,25 @@ func (h *hedgedRound) hedge() bool {
 	// leaves it to the round, which cancels it.
 	c.emit(Event{Kind: EventHedge, Attempt: next, Delay: h.after * time.Duration(h.copies)}, tg)
 	return h.copies < c.p.hedge.copies()
+}
+
+// copyTarget decides at now where the next copy goes (see nextCopy) and
+// claims that origin's probe when it is one: a candidate whose probe
+// another request claimed first is deferred, and the copy decided again.
+// claimed says this copy took a probe, to give back if it does not go. On
+// a refusal, tg is where the round's latest attempt went.
+func (h *hedgedRound) copyTarget(now time.Time) (s plan, tg *target, claimed bool, reason Reason) {
+	c := h.c
+	for {
+		if s, reason = c.nextCopy(now); reason != 0 {
+			return s, h.last, false, reason
+		}
+		tg = &c.targets[s.to]
+		probing := tg.probing
+		if c.claimProbe(tg, now) {
+			return s, tg, probing && tg.probe.claimed != 0, 0
+		}
+	}
 }
 
 // charge reserves one copy on the budget of the round's origin, and under
