@@ -531,3 +531,31 @@ func TestALearnedCopyIsOneReservationUnderItsCap(t *testing.T) {
 	_, ok = b.reserveAt(bt0, 0)
 	assert.False(t, ok, "the share: 20")
 }
+
+// Resends do not count against the cap on learned copies, and refunding a
+// resend gives back no copy: the cap counts copies only.
+func TestResendsAndCopiesShareTheShareNotTheCap(t *testing.T) {
+	t.Run("resends leave the cap alone", func(t *testing.T) {
+		b := newTestBudget(BudgetConfig{MinRetries: -1})
+		recordTimes(b, 100, bt0) // share 20; cap at q 0.95: 10
+		for i := range 10 {
+			_, ok := b.reserveAt(bt0, 0)
+			require.True(t, ok, "resend %d", i+1)
+		}
+		for i := range 10 {
+			_, ok := b.reserveAt(bt0, 0.95)
+			require.True(t, ok, "copy %d beside 10 resends", i+1)
+		}
+	})
+	t.Run("a resend's refund gives back no copy", func(t *testing.T) {
+		b := newTestBudget(BudgetConfig{Percent: 100, MinRetries: -1})
+		recordTimes(b, 10, bt0) // share 10; cap at q 0.95: 1
+		_, ok := b.reserveAt(bt0, 0.95)
+		require.True(t, ok, "the one copy")
+		resend, ok := b.reserveAt(bt0, 0)
+		require.True(t, ok)
+		resend.refund()
+		_, ok = b.reserveAt(bt0, 0.95)
+		assert.False(t, ok, "the cap still holds its copy")
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -149,4 +150,26 @@ func TestTheFastAndTheSlowPathTellAnAnswerAlike(t *testing.T) {
 	assert.Equal(t, slowKinds, fastKinds, "the fast path tells what the slow path tells")
 	assert.False(t, slowStanding)
 	assert.Equal(t, slowStanding, fastStanding)
+}
+
+// When PerTryTimeout and the policy's Deadline end an attempt at the same
+// instant, the attempt's timer is PerTryTimeout's: the first attempt ends
+// with ErrAttemptTimeout, and the deadline, reached, ends the request.
+func TestAPerTryTimeoutThatMeetsTheDeadlineIsTheAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls++
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		})
+		p := Policy{MaxRetries: 2, PerTryTimeout: time.Second, Deadline: time.Second, Backoff: NoBackoff()}
+		tr := New(base, WithPolicy(p))
+		req, _ := http.NewRequest(http.MethodGet, "http://o.example/", nil)
+		_, err := tr.RoundTrip(req)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrAttemptTimeout)
+		assert.NotErrorIs(t, err, ErrDeadline)
+		assert.Equal(t, 1, calls)
+	})
 }
