@@ -62,6 +62,7 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 		}
 		a.ctx = attemptContext{ctx, n, c.t}
 		r = r.WithContext(&a.ctx)
+		c.lent = c.lent || a == &c.first
 		r.Body = body
 		if c.header != nil {
 			r.Header = c.header
@@ -78,19 +79,12 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *htt
 	return a, r
 }
 
-// attemptFor is where attempt n lives. Attempt 1 lives in the call. An
-// attempt is never reused for the next: its context, held inside it, may
-// still be read by the base transport's goroutines after its response was
-// discarded. When the fast path sent attempt 1 as the caller's own
-// request, the call's attempt never had a context to hand out, and holds
-// attempt 2: the common resend then costs one allocation less.
+// attemptFor is where attempt n lives: attempt 1 in the call. An attempt
+// is never reused for the next: its context, held inside it, may still be
+// read by the base transport's goroutines after its response was
+// discarded.
 func (c *call) attemptFor(n int) *attempt {
-	switch {
-	case n == 1:
-		return &c.first
-	case n == 2 && c.spare:
-		c.spare = false
-		c.first = attempt{}
+	if n == 1 {
 		return &c.first
 	}
 	return new(attempt)

@@ -237,9 +237,16 @@ func (r *route) sendFast() (*http.Response, error) {
 		now = time.Now()
 	}
 	c := newCall(r, now)
+	resp, err = c.afterFast(resp, err, now)
+	c.recycle()
+	return resp, err
+}
+
+// afterFast goes on from the fast path's first outcome, which was not an
+// answer, at now (zero: not read yet).
+func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
 	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
 	c.targets[0].tried = true
-	c.spare = true
 	if now.IsZero() {
 		now = c.clock(resp)
 	}
@@ -268,6 +275,13 @@ func (r *route) send() (*http.Response, error) {
 		r.policyDeadline = now.Add(r.p.deadline)
 	}
 	c := newCall(r, now)
+	resp, err := c.start(now)
+	c.recycle()
+	return resp, err
+}
+
+// start sends the first attempt at now and goes on from its outcome.
+func (c *call) start(now time.Time) (*http.Response, error) {
 	defer c.releaseProbes()
 	if c.body != nil {
 		// Deferred here, not in the loop: a callback that panics in the
@@ -275,10 +289,10 @@ func (r *route) send() (*http.Response, error) {
 		defer c.body.finish()
 	}
 	first := &c.targets[0]
-	if r.reorder {
+	if c.reorder {
 		first = c.firstTarget(now) // only a reordered first may be a probe
 	}
-	if b := c.budgetOf(first); r.reorder && b != nil {
+	if b := c.budgetOf(first); c.reorder && b != nil {
 		// Its first attempt is this origin's request (point 18).
 		b.Record()
 	}
