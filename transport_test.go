@@ -903,3 +903,43 @@ func TestRetryIfDecidesWhatIsAFailure(t *testing.T) {
 	_, err = New(errBase, WithPolicy(p)).RoundTrip(req)
 	assert.EqualError(t, err, "httpretry: boom")
 }
+
+// A call goes back to its pool only when nothing outside it can see it: a
+// base transport that keeps each attempt's context after the request has
+// returned (as net/http's does while a body is read) finds each one as it
+// was sent, its attempt number unchanged, however many calls were reused
+// since. Requests alternate the slow path (a timed first attempt, whose
+// context lives in the call) and the fast path's resend (whose call is
+// reused).
+func TestAPooledCallLeavesNoContextItLentChanged(t *testing.T) {
+	type sent struct {
+		ctx context.Context
+		n   int
+	}
+	var kept []sent
+	fail := true
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		kept = append(kept, sent{r.Context(), AttemptFromContext(r.Context())})
+		code := http.StatusOK
+		if fail = !fail; !fail {
+			code = http.StatusServiceUnavailable
+		}
+		return &http.Response{StatusCode: code, Body: http.NoBody, Request: r}, nil
+	})
+	fast := fastPolicy(1)
+	timed := fastPolicy(1)
+	timed.PerTryTimeout = time.Hour
+	trs := []*RetryTransport{New(base, WithPolicy(fast)), New(base, WithPolicy(timed))}
+	for i := range 200 {
+		req, _ := http.NewRequest(http.MethodGet, "http://o.example/", nil)
+		resp, err := trs[i%2].RoundTrip(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		resp.Body.Close()
+	}
+	require.Len(t, kept, 400)
+	for i, s := range kept {
+		assert.Equal(t, s.n, AttemptFromContext(s.ctx), "attempt context %d", i)
+		assert.Equal(t, i%2+1, s.n)
+	}
+}
