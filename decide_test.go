@@ -269,3 +269,30 @@ func TestBodyIsJudgedBeforeRetryAfterAndThePool(t *testing.T) {
 		})
 	}
 }
+
+// untried is the next candidate not yet tried, those another request's
+// probe deferred after the others, the first candidate included.
+func TestUntried(t *testing.T) {
+	tests := []struct {
+		name    string
+		targets []target
+		want    int
+		ok      bool
+	}{
+		{"the first", []target{{}, {}}, 0, true},
+		{"past the tried", []target{{tried: true}, {}}, 1, true},
+		{"the deferred after the others", []target{{deferred: true}, {}}, 1, true},
+		{"the deferred first when alone", []target{{deferred: true}, {tried: true}}, 0, true},
+		{"none", []target{{tried: true}, {tried: true, deferred: true}}, -1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &call{targets: tt.targets}
+			k, ok := c.untried()
+			assert.Equal(t, tt.ok, ok)
+			if ok {
+				assert.Equal(t, tt.want, k)
+			}
+		})
+	}
+}

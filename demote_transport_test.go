@@ -1159,3 +1159,53 @@ func TestACopyThatDoesNotGoGivesItsProbeBack(t *testing.T) {
 		<-done
 	})
 }
+
+// A hedged copy to a demoted fallback whose demotion has expired is that
+// fallback's probe: it claims it, and another request meanwhile passes the
+// fallback over, so that one request at a time probes it.
+func TestACopyToAnExpiredFallbackIsItsProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		budgets := NewBudgets()
+		p := demotePolicy(Demote{After: 1, For: time.Second})
+		p.MaxRetries = 2
+		p.Hedge = Hedge{After: 10 * time.Millisecond, Max: 1}
+		rt := New(o, WithPolicy(p), WithBudgets(budgets))
+		b := budgets.record("b.test")
+		demoted, d := b.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
+		require.True(t, demoted)
+		time.Sleep(d)
+
+		release := make(chan struct{})
+		slow := func(r *http.Request) (*http.Response, error) {
+			select {
+			case <-release:
+				return respond(http.StatusOK)(r)
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}
+		o.set("a.test", func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodHead {
+				return slow(r) // the hedged request
+			}
+			return respond(http.StatusServiceUnavailable)(r)
+		})
+		o.set("b.test", slow)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			req, _ := http.NewRequest(http.MethodHead, "http://a.test/items", nil)
+			resp, err := rt.RoundTrip(req)
+			if assert.NoError(t, err) {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(50 * time.Millisecond) // the copy went to b.test
+		synctest.Wait()
+		require.Equal(t, 1, o.calls("b.test"), "the copy")
+		assert.Equal(t, []string{"a.test", "c.test"}, o.get(t, rt), "b.test is being probed: passed over")
+		close(release)
+		<-done
+	})
+}
