@@ -10,7 +10,6 @@ import (
 
 	"github.com/httpretry/httpretry"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // soakPhase is one stretch of upstream weather.
@@ -182,7 +181,7 @@ func TestSoak(t *testing.T) {
 	var last soakPhase
 	for i := 0; time.Since(start) < duration; i++ {
 		ph := soakPhases[i%len(soakPhases)]
-		resetToxics(t, proxy, up, last)
+		resetToxics(t, proxy, last)
 		last = ph
 		proxy.enable()
 		up.failPct.Store(ph.failPct)
@@ -195,7 +194,7 @@ func TestSoak(t *testing.T) {
 		}
 		time.Sleep(min(phaseLen, duration-time.Since(start)))
 	}
-	resetToxics(t, proxy, up, last)
+	resetToxics(t, proxy, last)
 	proxy.enable()
 	up.failPct.Store(0)
 	up.resetPct.Store(0)
@@ -266,22 +265,12 @@ func checkSoakBudget(t *testing.T, st *soakStats, cfg httpretry.BudgetConfig) {
 	t.Logf("budget: the fullest window used %.0f%% of its resend allowance", 100*worst)
 }
 
-// resetToxics removes every toxic of phase ph from proxy. A slicer goes
-// only once no connection goes through it: toxiproxy v2.5 deadlocks when
-// a slicer is removed while it still pipes a live connection
-// (ResetToxics waits on the slicer, holding the lock that closing the
-// link needs; Shopify/toxiproxy#558), which hung the soak once in make
-// test. Stopping the proxy first closes every connection; the phase
-// change is then one more fault.
-func resetToxics(t *testing.T, proxy *faultProxy, up *upstream, ph soakPhase) {
+// resetToxics removes every toxic of phase ph from proxy: reset stops the
+// proxy first (see faultProxy.quiesce), and the phase change is then one
+// more fault.
+func resetToxics(t *testing.T, proxy *faultProxy, ph soakPhase) {
 	t.Helper()
-	for _, tx := range ph.toxics {
-		if tx.Type == "slicer" {
-			proxy.disable()
-			require.Eventually(t, func() bool { return up.open.Load() == 0 }, 30*time.Second, time.Millisecond,
-				"the proxy's connections to the upstream close")
-			break
-		}
+	if len(ph.toxics) > 0 {
+		proxy.reset()
 	}
-	proxy.reset()
 }
