@@ -37,7 +37,7 @@ func hasUsableFallback(own origin, fallbacks []origin) bool {
 // fast path its attempt has gone already. A candidate carries its record in Budgets when the
 // request may reorder or learns a hedge delay.
 func (c *call) setTargets(now time.Time) {
-	own := target{scheme: c.own.scheme, host: c.own.host, rec: c.rec, budgeted: c.budgeted}
+	own := c.ownTarget()
 	c.one[0] = own
 	c.targets = c.one[:]
 	for _, fb := range c.fallbacks {

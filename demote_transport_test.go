@@ -1047,10 +1047,7 @@ func TestAProbeIsClaimedWhenItsAttemptGoes(t *testing.T) {
 		o := newOrigins()
 		budgets := NewBudgets()
 		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Second})), WithBudgets(budgets))
-		rule := Demote{After: 1, For: time.Second}.resolve()
-		demoted, d := budgets.record("b.test").demotion.failed(time.Now(), probe{}, rule, nil)
-		require.True(t, demoted)
-		time.Sleep(d) // expired: the next request that reaches b.test probes it
+		expireDemotion(t, budgets, "b.test") // the next request that reaches b.test probes it
 
 		release := make(chan struct{})
 		o.set("a.test", func(r *http.Request) (*http.Response, error) {
@@ -1090,10 +1087,7 @@ func TestAProbeClaimedMeanwhileIsPassedOver(t *testing.T) {
 		o := newOrigins()
 		budgets := NewBudgets()
 		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Second})), WithBudgets(budgets))
-		b := budgets.record("b.test")
-		demoted, d := b.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
-		require.True(t, demoted)
-		time.Sleep(d)
+		b := expireDemotion(t, budgets, "b.test")
 		var other probe
 		o.set("a.test", func(r *http.Request) (*http.Response, error) {
 			// Another request claims the probe while this one's first
@@ -1128,10 +1122,7 @@ func TestACopyThatDoesNotGoGivesItsProbeBack(t *testing.T) {
 				refused = append(refused, e)
 			}
 		}))
-		b := budgets.record("b.test")
-		demoted, d := b.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
-		require.True(t, demoted)
-		time.Sleep(d)
+		expireDemotion(t, budgets, "b.test")
 
 		release := make(chan struct{})
 		o.set("a.test", func(r *http.Request) (*http.Response, error) {
@@ -1171,10 +1162,7 @@ func TestACopyToAnExpiredFallbackIsItsProbe(t *testing.T) {
 		p.MaxRetries = 2
 		p.Hedge = Hedge{After: 10 * time.Millisecond, Max: 1}
 		rt := New(o, WithPolicy(p), WithBudgets(budgets))
-		b := budgets.record("b.test")
-		demoted, d := b.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
-		require.True(t, demoted)
-		time.Sleep(d)
+		expireDemotion(t, budgets, "b.test")
 
 		release := make(chan struct{})
 		slow := func(r *http.Request) (*http.Response, error) {
@@ -1208,4 +1196,16 @@ func TestACopyToAnExpiredFallbackIsItsProbe(t *testing.T) {
 		close(release)
 		<-done
 	})
+}
+
+// expireDemotion demotes host in budgets, as its failures would, and
+// waits, in the bubble's time, until the demotion has expired with its
+// probe free: the next request that reaches host probes it.
+func expireDemotion(t *testing.T, budgets *Budgets, host string) *originRecord {
+	t.Helper()
+	r := budgets.record(host)
+	demoted, d := r.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
+	require.True(t, demoted)
+	time.Sleep(d)
+	return r
 }

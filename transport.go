@@ -114,7 +114,8 @@ func passThrough(base http.RoundTripper, req *http.Request) (*http.Response, err
 // route is a request resolved once at the front door, before any attempt:
 // where it goes, under which policy, with how many resends, to which
 // candidates, and whether its first attempt can be the caller's own
-// request. A call holds it, and so does a body that resumes.
+// request. A call holds it; a body that resumes copies what it needs of it
+// (see wrapResumable).
 type route struct {
 	t          *RetryTransport
 	req        *http.Request // the caller's, never modified
@@ -191,6 +192,11 @@ func (r *route) findRecord() {
 	}
 }
 
+// ownTarget is the request's own origin as a candidate.
+func (r *route) ownTarget() target {
+	return target{scheme: r.own.scheme, host: r.own.host, rec: r.rec, budgeted: r.budgeted}
+}
+
 // demoting reports whether the request's candidates are ordered by their
 // demotions, and tell them of its outcomes: Demote is on and there is a
 // candidate besides the own origin.
@@ -224,7 +230,7 @@ func (r *route) passThrough() (*http.Response, error) {
 func (r *route) sendFast() (*http.Response, error) {
 	resp, err := r.t.base.RoundTrip(r.req)
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
-		tg := target{scheme: r.own.scheme, host: r.own.host, rec: r.rec, budgeted: r.budgeted}
+		tg := r.ownTarget()
 		if r.demoting() {
 			r.applyAnswer(&tg, resp)
 		}
