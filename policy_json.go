@@ -78,21 +78,42 @@ func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonField
 // it, and p is then left as it was. Values are not validated here: New and
 // ParseConfig do that.
 func (p *Policy) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		return nil // by convention, as encoding/json treats null
-	}
 	start := DefaultPolicy()
 	start.RetryIf = p.RetryIf
+	return unmarshalObject("policy", data, p, start)
+}
+
+// MarshalJSON writes every field of c, the window as a duration string, as
+// c appears under "budget" in a Policy's JSON.
+func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "budget": a field left out takes the value of DefaultPolicy's Budget,
+// whatever c held, and c is left as it was on an error.
+func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("budget", data, c, DefaultPolicy().Budget)
+}
+
+// unmarshalObject decodes data over start and stores the result in *dst,
+// as the UnmarshalJSON methods do; what names the value in the error
+// ("policy"). null leaves *dst as it is, as encoding/json treats null.
+func unmarshalObject[T any, P interface {
+	*T
+	jsonObject
+}](what string, data []byte, dst *T, start T) error {
+	if string(data) == "null" {
+		return nil
+	}
 	var d decoder
 	if !json.Valid(data) {
 		d.addf("", "invalid JSON") // encoding/json checks first: a direct call
 	} else {
-		d.object(data, "", start.jsonFields())
+		d.object(data, "", P(&start).jsonFields())
 	}
-	if err := d.err("policy"); err != nil {
+	if err := d.err(what); err != nil {
 		return err
 	}
-	*p = start
+	*dst = start
 	return nil
 }
 

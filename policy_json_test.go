@@ -240,6 +240,25 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 	assert.Equal(t, Hedge{After: time.Second}, p.Hedge, "unchanged on error")
 }
 
+// A BudgetConfig reads and writes JSON alone, as DESIGN's contract says,
+// in the form it has under "budget" in a Policy.
+func TestBudgetConfigJSONAlone(t *testing.T) {
+	data, err := json.Marshal(BudgetConfig{Percent: 5, Window: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`, string(data))
+	b := BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}
+	require.NoError(t, json.Unmarshal([]byte(`{"minRetries": -1}`), &b))
+	want := DefaultPolicy().Budget
+	want.MinRetries = -1
+	assert.Equal(t, want, b, "a field left out is DefaultPolicy's, whatever b held")
+	assert.EqualError(t, json.Unmarshal([]byte(`{"min": 1, "window": 5}`), &b),
+		`httpretry: budget: min: unknown field; window: 5: want a duration such as "250ms"`)
+	assert.Equal(t, want, b, "unchanged on error")
+	require.NoError(t, json.Unmarshal([]byte(`null`), &b))
+	assert.Equal(t, want, b, "null leaves it as it is")
+	assert.EqualError(t, b.UnmarshalJSON([]byte(`{`)), "httpretry: budget: invalid JSON")
+}
+
 // The four fields of Hedge in JSON: written and read back exactly, a
 // field left out of a host's "hedge" taken from the default's, and a bad
 // value reported under its JSON path.
