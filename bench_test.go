@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -117,26 +118,42 @@ func (s *flakyStub) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: code, Body: http.NoBody, Request: req}, nil
 }
 
+type benchAttemptKey struct{}
+
 // BenchmarkResend is the cost of one resend: a first attempt answered 503,
-// a second 200, no wait, no budget; bare makes the same two calls.
+// a second 200, no wait, no budget; bare makes the same two calls, and
+// bare-own-context makes them with the second request a clone carrying a
+// context value of its own, the least a resend costs that tells the base
+// which attempt it is (AttemptFromContext) and never hands it a request
+// an earlier attempt may still be reading.
 func BenchmarkResend(b *testing.B) {
 	p := DefaultPolicy()
 	p.Backoff = NoBackoff()
 	p.Budget.Disabled = true
 	req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/items", nil)
-	b.Run("bare-two-calls", func(b *testing.B) {
-		c := &http.Client{Transport: &flakyStub{}}
-		b.ReportAllocs()
-		for b.Loop() {
-			for range 2 {
-				resp, err := c.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				resp.Body.Close()
-			}
+	for _, ownContext := range []bool{false, true} {
+		name := "bare-two-calls"
+		if ownContext {
+			name = "bare-own-context"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			c := &http.Client{Transport: &flakyStub{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range 2 {
+					r := req
+					if ownContext && i == 1 {
+						r = req.WithContext(context.WithValue(req.Context(), benchAttemptKey{}, 2))
+					}
+					resp, err := c.Do(r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					resp.Body.Close()
+				}
+			}
+		})
+	}
 	b.Run("httpretry", func(b *testing.B) {
 		c := &http.Client{Transport: New(&flakyStub{}, WithPolicy(p))}
 		b.ReportAllocs()
