@@ -69,10 +69,10 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 // about a third of what a resend adds to its two calls.
 var callPool = sync.Pool{New: func() any { return new(call) }}
 
-// recycle gives c back to callPool once its request has returned, unless
-// its attempt 1 lent its context to the base transport, which may still
-// read it (see attemptFor). Nothing else outside the call points into it:
-// a resuming body copies fields of its route and target, hedged goroutines have all
+// recycle gives c back to callPool once its request has returned, unless its
+// attempt 1 lent its context to the base transport, which may still read it
+// (see attemptFor). Nothing else outside the call points into it: a resuming
+// body copies fields of its route and target, hedged goroutines have all
 // returned, and responses, bodies and headers it handed out are objects of
 // their own.
 func (c *call) recycle() {

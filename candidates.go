@@ -30,12 +30,12 @@ func hasUsableFallback(own origin, fallbacks []origin) bool {
 	return false
 }
 
-// setTargets makes the request's candidates: its own origin, then each
-// usable fallback once, with the budget of that origin's host policy.
-// Under Demote, the candidates with a demotion running go last (see
-// demoteLast), but for the own origin unless the route reorders: on the
-// fast path its attempt has gone already. A candidate carries its record in Budgets when the
-// request may reorder or learns a hedge delay.
+// setTargets makes the request's candidates: its own origin, then each usable
+// fallback once, with the budget of that origin's host policy. Under Demote,
+// the candidates with a demotion running go last (see demoteLast), but for the
+// own origin unless the route reorders: on the fast path its attempt has gone
+// already. A candidate carries its record in Budgets when the request may
+// reorder or learns a hedge delay.
 func (c *call) setTargets(now time.Time) {
 	own := c.ownTarget()
 	c.one[0] = own

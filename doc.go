@@ -39,10 +39,10 @@
 //
 // The budget (BudgetConfig, Budgets) is shared by every request to a host:
 // resends, and hedged copies (Hedge), may be at most a share of the recent
-// requests, plus a small floor that the host's own requests earn back, so
-// that in an outage retries add that share and floor to the traffic, not a
-// multiple of it. Observers (WithObserver, WithLogger) are told of every
-// retry, hedge, fallback, give-up, demotion and restore, with its Reason; AttemptFromContext
+// requests, plus a small floor that the host's own requests earn back, so that
+// in an outage retries add that share and floor to the traffic, not a multiple
+// of it. Observers (WithObserver, WithLogger) are told of every retry, hedge,
+// fallback, give-up, demotion and restore, with its Reason; AttemptFromContext
 // tells a middleware inside httpretry which attempt it sees.
 //
 // A request whose first attempt needs no body record, timer or hedge is

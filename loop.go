@@ -350,9 +350,9 @@ func closeBody(b io.ReadCloser) {
 	}
 }
 
-// round sends attempt n to tg and, while it goes without response headers
-// for the round's delay (Hedge.After, or tg's learned one), copies of it,
-// each decided by nextCopy and paid for like a resend. The first outcome that is
+// round sends attempt n to tg and, while it goes without response headers for
+// the round's delay (Hedge.After, or tg's learned one), copies of it, each
+// decided by nextCopy and paid for like a resend. The first outcome that is
 // not a failure wins and the other attempts are canceled, their responses
 // discarded, before round returns: no attempt outlives it but the winner. If
 // every attempt fails, round returns the failure it kept: a response rather
