@@ -1057,19 +1057,11 @@ func TestAProbeIsClaimedWhenItsAttemptGoes(t *testing.T) {
 			}
 			return respond(http.StatusServiceUnavailable)(r)
 		})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			// A body without GetBody: recorded, so the request takes the
-			// slow path and is set up with its candidates before its
-			// attempt.
-			req, _ := http.NewRequest(http.MethodPut, "http://a.test/items", io.NopCloser(strings.NewReader("x")))
-			req.ContentLength = 1
-			resp, err := rt.RoundTrip(req)
-			if assert.NoError(t, err) {
-				resp.Body.Close()
-			}
-		}()
+		// A body without GetBody: recorded, so the request takes the slow
+		// path and is set up with its candidates before its attempt.
+		req, _ := http.NewRequest(http.MethodPut, "http://a.test/items", io.NopCloser(strings.NewReader("x")))
+		req.ContentLength = 1
+		done := sendInBackground(t, rt, req)
 		synctest.Wait()
 		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "the fallback is probed, not passed over")
 		assert.False(t, budgets.record("b.test").demotion.standing(), "and its answer restored it")
@@ -1112,9 +1104,7 @@ func TestACopyThatDoesNotGoGivesItsProbeBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := newOrigins()
 		budgets := NewBudgets()
-		p := demotePolicy(Demote{After: 1, For: time.Second})
-		p.MaxRetries = 2
-		p.Hedge = Hedge{After: 10 * time.Millisecond, Max: 1}
+		p := hedgedDemotePolicy()
 		p.Budget = BudgetConfig{MinRetries: -1} // a quiet window grants no copy
 		var refused []Event
 		rt := New(o, WithPolicy(p), WithBudgets(budgets), WithObserver(func(e Event) {
@@ -1132,15 +1122,8 @@ func TestACopyThatDoesNotGoGivesItsProbeBack(t *testing.T) {
 			}
 			return respond(http.StatusServiceUnavailable)(r)
 		})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			req, _ := http.NewRequest(http.MethodHead, "http://a.test/items", nil)
-			resp, err := rt.RoundTrip(req)
-			if assert.NoError(t, err) {
-				resp.Body.Close()
-			}
-		}()
+		req, _ := http.NewRequest(http.MethodHead, "http://a.test/items", nil)
+		done := sendInBackground(t, rt, req)
 		time.Sleep(50 * time.Millisecond)
 		synctest.Wait()
 		require.Len(t, refused, 1, "the copy was refused")
@@ -1158,9 +1141,7 @@ func TestACopyToAnExpiredFallbackIsItsProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := newOrigins()
 		budgets := NewBudgets()
-		p := demotePolicy(Demote{After: 1, For: time.Second})
-		p.MaxRetries = 2
-		p.Hedge = Hedge{After: 10 * time.Millisecond, Max: 1}
+		p := hedgedDemotePolicy()
 		rt := New(o, WithPolicy(p), WithBudgets(budgets))
 		expireDemotion(t, budgets, "b.test")
 
@@ -1180,15 +1161,8 @@ func TestACopyToAnExpiredFallbackIsItsProbe(t *testing.T) {
 			return respond(http.StatusServiceUnavailable)(r)
 		})
 		o.set("b.test", slow)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			req, _ := http.NewRequest(http.MethodHead, "http://a.test/items", nil)
-			resp, err := rt.RoundTrip(req)
-			if assert.NoError(t, err) {
-				resp.Body.Close()
-			}
-		}()
+		req, _ := http.NewRequest(http.MethodHead, "http://a.test/items", nil)
+		done := sendInBackground(t, rt, req)
 		time.Sleep(50 * time.Millisecond) // the copy went to b.test
 		synctest.Wait()
 		require.Equal(t, 1, o.calls("b.test"), "the copy")
@@ -1196,6 +1170,30 @@ func TestACopyToAnExpiredFallbackIsItsProbe(t *testing.T) {
 		close(release)
 		<-done
 	})
+}
+
+// hedgedDemotePolicy is demotePolicy, one failure demoting for a second,
+// with two resends and a copy after 10 ms.
+func hedgedDemotePolicy() Policy {
+	p := demotePolicy(Demote{After: 1, For: time.Second})
+	p.MaxRetries = 2
+	p.Hedge = Hedge{After: 10 * time.Millisecond, Max: 1}
+	return p
+}
+
+// sendInBackground sends req through rt from a goroutine of its own; the
+// channel it returns is closed once RoundTrip has returned with no error
+// and the body is closed.
+func sendInBackground(t *testing.T, rt http.RoundTripper, req *http.Request) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := rt.RoundTrip(req)
+		if assert.NoError(t, err) {
+			resp.Body.Close()
+		}
+	}()
+	return done
 }
 
 // expireDemotion demotes host in budgets, as its failures would, and
