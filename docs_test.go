@@ -42,6 +42,27 @@ func TestDocsLinksResolve(t *testing.T) {
 	}
 }
 
+// TestEveryFileIsInTheTable: CONTRIBUTING.md's table of the root
+// package's files names every non-test Go file of it, and no other.
+func TestEveryFileIsInTheTable(t *testing.T) {
+	data, err := os.ReadFile("CONTRIBUTING.md")
+	require.NoError(t, err)
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+\\.go)` \\|").FindAllStringSubmatch(string(data), -1) {
+		listed = append(listed, m[1])
+	}
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var want []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			want = append(want, f)
+		}
+	}
+	slices.Sort(listed)
+	assert.Equal(t, want, listed, "CONTRIBUTING.md's table of files")
+}
+
 // TestJSONReferenceMatchesTheDecoder: the field reference of
 // docs/configuration.md names every JSON field the decoder reads, no
 // more, read from the decoder's own tables (jsonFields), nested objects
