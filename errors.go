@@ -24,13 +24,20 @@ var (
 )
 
 // ErrBodyChanged ends a response body that broke and could not be resumed
-// because the resource changed meanwhile (Policy.Resume): no byte of the
-// new version is delivered. The error also wraps the original read error.
+// because the resource changed meanwhile (Policy.Resume), or because the
+// answer to a resume request was not the rest it named: no byte of the new
+// version, nor past the end, is delivered. The error also wraps the
+// original read error.
 var ErrBodyChanged = errors.New("httpretry: the response body changed before the rest could be read")
 
 // errBodyIdle is the read error of a response body that delivered no byte
 // for Resume.Idle.
 var errBodyIdle = errors.New("httpretry: response body delivered no byte for Resume.Idle")
+
+// errPastEnd ends a resumable response body that goes on past the last
+// byte its headers declare (Policy.Resume): the bytes beyond are not
+// delivered.
+var errPastEnd = errors.New("httpretry: response body runs past the end its headers declare")
 
 // errReadOnClosedBody is returned by a Read of a resumable response body
 // after Close, as net/http's own bodies do.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -30,9 +31,9 @@ func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
 	if !ok {
 		return
 	}
-	resp.Body = &resumeBody{t: r.t, req: r.req, p: r.p, origin: origin{tg.scheme, tg.host}, moved: tg.moved,
-		rec: tg.rec, budgeted: tg.budgeted, sent: sent, last: n, policyDeadline: r.policyDeadline,
-		at: at, pos: at.first, from: at.first, cur: resp.Body}
+	resp.Body = &resumeBody{t: r.t, req: r.req, resp: resp, p: r.p, origin: origin{tg.scheme, tg.host},
+		moved: tg.moved, rec: tg.rec, budgeted: tg.budgeted, sent: sent, last: n,
+		policyDeadline: r.policyDeadline, at: at, pos: at.first, from: at.first, cur: resp.Body}
 }
 
 // resumeBody is a response body that continues from the byte it reached
@@ -41,7 +42,8 @@ func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
 // everything: a wait, a resume request in flight, the body being read.
 type resumeBody struct {
 	t              *RetryTransport
-	req            *http.Request // the caller's
+	req            *http.Request  // the caller's
+	resp           *http.Response // the caller's, which the trailers of a resumed body's end go to
 	p              *hostPolicy
 	origin         origin        // the body came from, never another: a validator belongs to one
 	moved          bool          // origin is a fallback: the request's URL is rewritten to it
@@ -52,20 +54,21 @@ type resumeBody struct {
 	at             resumeAt
 
 	// Read's own state.
-	pos     int64 // the representation's next byte to deliver
-	from    int64 // pos when the current body began to deliver
-	skip    int64 // bytes the current body sends before pos: a 200 to a resume request
-	capped  bool  // the current body goes on past at.last, where Read stops it
-	resumes int   // resume requests sent
-	stuck   int   // breaks and failed resume requests in a row with no byte between
-	last    int   // the attempt that ended last: the broken body's, or a failed resume's
-	cause   error // the latest break, while it is being resumed
-	err     error // what every further Read returns: io.EOF, or why the body ended
-	c       *call // sends the resume requests; made at the first break
+	pos     int64          // the representation's next byte to deliver
+	from    int64          // pos when the current body began to deliver
+	skip    int64          // bytes the current body sends before pos: a 200 to a resume request
+	longer  bool           // the current body is the whole representation, which goes on past at.last
+	src     *http.Response // the current body's response, if a resume request's
+	resumes int            // resume requests sent
+	stuck   int            // breaks and failed resume requests in a row with no byte between
+	last    int            // the attempt that ended last: the broken body's, or a failed resume's
+	cause   error          // the latest break: resumed while cur is nil, wrapped by the errors after it
+	err     error          // what every further Read returns: io.EOF, or why the body ended
+	c       *call          // sends the resume requests; made at the first break
 
 	// Shared with Close and the idle timer.
 	mu     sync.Mutex
-	cur    io.ReadCloser      // the body being read; nil between a break and its resumption
+	cur    io.ReadCloser      // the body being read; nil between a break and its resumption (Read's to write)
 	closed bool               // the caller closed the body
 	cancel context.CancelFunc // ends the resume requests; nil before the first
 	timer  *time.Timer        // the current body's idle timer; nil before its first Read
@@ -97,7 +100,7 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 		if b.err != nil {
 			return 0, b.err
 		}
-		if b.cause != nil {
+		if b.cur == nil {
 			if err := b.resume(); err != nil {
 				b.end(err)
 				return 0, err
@@ -109,9 +112,16 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 		switch {
 		case err == nil:
 			return n, nil
+		case err == errPastEnd:
+			err = b.ranPast()
+			b.end(err)
+			return n, err
 		case b.pos > b.at.last:
 			// Every byte is delivered: an error after the last one (a
 			// reset before the chunk's end) loses nothing.
+			if err == io.EOF {
+				b.keepTrailer()
+			}
 			b.end(io.EOF)
 			return n, io.EOF
 		case err == io.EOF:
@@ -137,7 +147,10 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 }
 
 // readCurrent reads the current body into p: past the bytes it repeats,
-// and no further than at.last.
+// and no further than at.last. Past at.last, a body that is not longer by
+// design must end: one that has another byte fails with errPastEnd, which
+// delivers nothing, since a byte beyond the end that the headers declare
+// may be of another representation.
 func (b *resumeBody) readCurrent(p []byte) (int, error) {
 	cur := b.cur
 	for b.skip > 0 {
@@ -150,14 +163,19 @@ func (b *resumeBody) readCurrent(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	if b.capped {
-		left := b.at.last + 1 - b.pos
-		if left <= 0 {
-			return 0, io.EOF
-		}
-		p = p[:min(int64(len(p)), left)]
+	left := b.at.last + 1 - b.pos
+	switch {
+	case left > 0:
+		return b.readTimed(cur, p[:min(int64(len(p)), left)])
+	case b.longer:
+		return 0, io.EOF
 	}
-	return b.readTimed(cur, p)
+	// p is scratch space: what this Read gets is never delivered.
+	n, err := b.readTimed(cur, p)
+	if n > 0 {
+		return 0, errPastEnd
+	}
+	return 0, err
 }
 
 // readTimed is one Read of cur, which, with Resume.Idle set, fails with
@@ -213,7 +231,7 @@ func (b *resumeBody) broke(err error) {
 // end makes err what every further Read returns and releases everything
 // the body holds.
 func (b *resumeBody) end(err error) {
-	b.err, b.cause = err, nil
+	b.err = err
 	b.mu.Lock()
 	cur, cancel := b.cur, b.cancel
 	b.cur, b.timer = nil, nil
@@ -273,16 +291,20 @@ func (b *resumeBody) judgeResume(resp *http.Response) resumeVerdict {
 	h := resp.Header
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
+		// A server may honour Range and ignore If-Range: the validator's
+		// field, where the 206 has it, says which version the range is of.
+		// Without it, the 206 is trusted to have honoured If-Range.
 		first, last, size, ok := parseContentRange(h["Content-Range"])
-		if !ok || first != b.pos || last != b.at.last || size != b.at.size || !identityCoded(h) {
+		if !ok || first != b.pos || last != b.at.last || size != b.at.size || !identityCoded(h) ||
+			resp.ContentLength >= 0 && resp.ContentLength != last-first+1 {
 			return resumeChanged
 		}
-		if et := h["Etag"]; b.at.etag && len(et) > 0 && et[0] != b.at.validator {
+		if named, same := b.at.versionIn(h); named && !same {
 			return resumeChanged
 		}
 		return resumeAccepted
 	case http.StatusOK:
-		if !b.at.sameValidator(h) || !identityCoded(h) || resp.Uncompressed ||
+		if named, same := b.at.versionIn(h); !named || !same || !identityCoded(h) || resp.Uncompressed ||
 			resp.ContentLength >= 0 && resp.ContentLength != b.at.size {
 			return resumeChanged
 		}
@@ -497,13 +519,36 @@ func (b *resumeBody) take(a *attempt, resp *http.Response) error {
 		body.Close()
 		return errReadOnClosedBody
 	}
-	b.from, b.cause, b.skip, b.capped = b.pos, nil, 0, false
+	b.from, b.skip, b.longer, b.src = b.pos, 0, false, resp
 	if resp.StatusCode == http.StatusOK {
 		// The whole representation again: what was delivered is skipped,
 		// and Read stops at the caller's range.
-		b.skip, b.capped = b.pos, b.at.last != b.at.size-1
+		b.skip, b.longer = b.pos, b.at.last != b.at.size-1
 	}
 	return nil
+}
+
+// ranPast is the error of a current body that runs on past at.last. After
+// a resume it is the resume's answer that is not what it said:
+// ErrBodyChanged, announced as a give-up.
+func (b *resumeBody) ranPast() error {
+	if b.src == nil {
+		return errPastEnd
+	}
+	return b.giveUp(ReasonBodyChanged, b.src.StatusCode, errPastEnd)
+}
+
+// keepTrailer gives the caller's response the trailers of a resume's
+// answer that ended: the caller looks for them in the response it got,
+// whose own body never reached its trailers.
+func (b *resumeBody) keepTrailer() {
+	if b.src == nil || b.longer || len(b.src.Trailer) == 0 {
+		return
+	}
+	if b.resp.Trailer == nil {
+		b.resp.Trailer = make(http.Header, len(b.src.Trailer))
+	}
+	maps.Copy(b.resp.Trailer, b.src.Trailer)
 }
 
 func (b *resumeBody) isClosed() bool {
@@ -513,13 +558,17 @@ func (b *resumeBody) isClosed() bool {
 }
 
 // giveUp announces that the body ends on b.cause for reason, and returns
-// the error the caller reads: it wraps b.cause, and the latest resume
-// request's failure last, if any; status is that request's.
+// the error the caller reads: it wraps b.cause, and last, the latest
+// resume request's failure or what was wrong with its answer, if any;
+// status is that request's.
 func (b *resumeBody) giveUp(reason Reason, status int, last error) error {
 	off := b.pos - b.at.first
 	b.emit(Event{Kind: EventGiveUp, Attempt: b.last, Status: status, Err: b.cause, Reason: reason,
 		Offset: off})
-	if reason == ReasonBodyChanged {
+	switch {
+	case reason == ReasonBodyChanged && last != nil:
+		return fmt.Errorf("%w (after %d bytes): %w: %w", ErrBodyChanged, off, last, b.cause)
+	case reason == ReasonBodyChanged:
 		return fmt.Errorf("%w (after %d bytes): %w", ErrBodyChanged, off, b.cause)
 	}
 	const broke = "httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s)"

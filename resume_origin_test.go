@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,26 @@ type fault struct {
 	hang        bool        // in memory: send no headers until the request's context ends
 	early       bool        // in memory: end at the cut with io.EOF, in the Read of the last bytes
 	etag        string      // in memory: send this ETag instead of the object's
+	// A server that honours Range but ignores If-Range, and one whose
+	// answer names no version (neither ETag nor Last-Modified).
+	ignoreIfRange bool
+	bare          bool
+	// over, when set, serves the Range asked as a 206 whose Content-Range
+	// names exactly that range but whose body runs over bytes past it
+	// (below 0: stops short of it); with length set, Content-Length says
+	// so, else the body is chunked.
+	over   int64
+	length lengthIs
 }
+
+// lengthIs is the Content-Length of a 206 whose body is not its range.
+type lengthIs uint8
+
+const (
+	chunked     lengthIs = iota // none: chunked
+	bodyLength                  // the body's own length
+	rangeLength                 // the range's length, whatever the body's
+)
 
 var errReset = errors.New("read: connection reset by peer")
 
@@ -46,6 +66,7 @@ type object struct {
 	version  int
 	etag     bool      // send a strong ETag; else only Last-Modified
 	modtime  time.Time // zero: none
+	trailer  bool      // end each answer with a trailer X-Served: the Range it answered
 	script   func(n int) fault
 	requests []asked
 	served   int64 // body bytes written
@@ -112,6 +133,9 @@ func (o *object) prepare(w http.ResponseWriter, r *http.Request) (fault, []byte,
 	if f.ignoreRange {
 		r.Header.Del("Range")
 	}
+	if f.ignoreIfRange {
+		r.Header.Del("If-Range")
+	}
 	return f, o.data, true
 }
 
@@ -129,7 +153,55 @@ func (o *object) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cw := &cutWriter{ResponseWriter: w, o: o, f: f, ctx: r.Context()}
+	if f.over != 0 {
+		o.serveOver(cw, r, f, data)
+		return
+	}
 	http.ServeContent(cw, r, "", o.modtime, bytes.NewReader(data))
+	if o.trailer {
+		w.Header().Set("X-Served", r.Header.Get("Range"))
+	}
+}
+
+// serveOver answers the Range of r (bytes=N- or N-E) with a 206 whose body
+// is not the range it names: f.over bytes longer ('x's past the object's
+// end) or shorter, its Content-Length as f.length says.
+func (o *object) serveOver(w http.ResponseWriter, r *http.Request, f fault, data []byte) {
+	first, last := parseRange(r.Header.Get("Range"), int64(len(data)))
+	body := data[first : last+1]
+	if f.over > 0 {
+		body = append(bytes.Clone(body), bytes.Repeat([]byte{'x'}, int(f.over))...)
+	} else {
+		body = body[:int64(len(body))+f.over]
+	}
+	h := w.Header()
+	if !o.modtime.IsZero() {
+		h.Set("Last-Modified", o.modtime.UTC().Format(http.TimeFormat))
+	}
+	h.Set("Content-Range", "bytes "+strconv.FormatInt(first, 10)+"-"+strconv.FormatInt(last, 10)+"/"+
+		strconv.Itoa(len(data)))
+	switch f.length {
+	case bodyLength:
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	case rangeLength:
+		h.Set("Content-Length", strconv.FormatInt(last+1-first, 10))
+	}
+	w.WriteHeader(http.StatusPartialContent)
+	if f.length == chunked {
+		w.(http.Flusher).Flush() // headers out with no length: the body is chunked
+	}
+	w.Write(body)
+}
+
+// parseRange reads a Range of the form bytes=N- or bytes=N-E within size.
+func parseRange(v string, size int64) (first, last int64) {
+	a, b, _ := strings.Cut(strings.TrimPrefix(v, "bytes="), "-")
+	first, _ = strconv.ParseInt(a, 10, 64)
+	last = size - 1
+	if b != "" {
+		last, _ = strconv.ParseInt(b, 10, 64)
+	}
+	return first, last
 }
 
 // cutWriter sends f.cut body bytes, flushes them, then aborts the
@@ -142,12 +214,25 @@ type cutWriter struct {
 	written int64
 }
 
+func (w *cutWriter) WriteHeader(code int) {
+	if w.f.bare {
+		w.Header().Del("Etag")
+		w.Header().Del("Last-Modified")
+	}
+	if w.o.trailer {
+		w.Header().Set("Trailer", "X-Served")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *cutWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
 func (w *cutWriter) Write(p []byte) (int, error) {
 	if w.f.cut > 0 && w.written+int64(len(p)) >= w.f.cut {
 		k := w.f.cut - w.written
 		w.ResponseWriter.Write(p[:k])
 		w.o.count(int(k))
-		w.ResponseWriter.(http.Flusher).Flush()
+		w.Flush()
 		if w.f.stall {
 			<-w.ctx.Done()
 		}
@@ -182,10 +267,17 @@ func (o *object) memoryBase() http.RoundTripper {
 			<-r.Context().Done()
 			return nil, r.Context().Err()
 		}
-		if ok {
+		switch {
+		case ok && f.over != 0:
+			o.serveOver(rec, r, f, data)
+		case ok:
 			http.ServeContent(rec, r, "", o.modtime, bytes.NewReader(data))
 		}
 		resp := rec.Result()
+		if f.bare {
+			resp.Header.Del("Etag")
+			resp.Header.Del("Last-Modified")
+		}
 		resp.Request = r
 		body := rec.Body.Bytes()
 		sent := int64(len(body))

@@ -14,13 +14,21 @@ import (
 // and the caller reads on as if nothing had happened, or gets an error
 // that wraps the original one and says why the rest could not be had.
 //
-// Only a body that can be resumed exactly is: a GET under a policy that
-// may resend (MaxRetries > 0), answered with a 200, or with a 206 to the
-// caller's own single Range; not decoded by Go's transparent gzip and with
-// no Content-Encoding but identity; of a known length of at least MinBytes;
-// with a strong validator (an ETag not marked W/, else a Last-Modified at
-// least 60 s before Date); and without Accept-Ranges: none. Any other
-// response is returned exactly as it came, at no cost.
+// Only a body that can be resumed exactly is: a GET, not an Upgrade
+// request, under a policy that may resend (MaxRetries > 0), answered with a
+// 200, or with a 206 to the caller's own single Range; not decoded by Go's
+// transparent gzip and with no Content-Encoding but identity; of a known
+// length of at least MinBytes; with a strong validator (an ETag not marked
+// W/, else a Last-Modified at least 60 s before Date); and without
+// Accept-Ranges: none. Any other response is returned exactly as it came,
+// at no cost.
+//
+// A resume's answer is delivered only if it is the rest of the same
+// version: a 206 of exactly that range, whose ETag (or Last-Modified, for
+// a Last-Modified validator), if it has one, is the validator, and whose
+// Content-Length, if any, is the range's; or a 200 with the validator,
+// whose first bytes are skipped. Else the body ends with ErrBodyChanged.
+// No byte past the end the headers declare is delivered.
 //
 // A resume request is a resend in every other way: it is charged to the
 // origin's retry budget, honours Retry-After up to MaxRetryAfter, waits the
@@ -106,7 +114,7 @@ type resumeAt struct {
 func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
 	maxRetries int) (resumeAt, bool) {
 	if p.resume.max == 0 || maxRetries <= 0 || req.Method != http.MethodGet && req.Method != "" ||
-		hasBody(req) || resp.Body == nil || resp.Body == http.NoBody || resp.Uncompressed {
+		hasBody(req) || resp.Body == nil || resp.Body == http.NoBody || resp.Uncompressed || isUpgrade(req) {
 		return resumeAt{}, false
 	}
 	var at resumeAt
@@ -143,6 +151,24 @@ func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
 	return at, true
 }
 
+// isUpgrade reports whether req asks to switch protocols (Connection:
+// upgrade with an Upgrade header): its answer, even one that declines,
+// belongs to the exchange the caller began, which a resume request does
+// not repeat.
+func isUpgrade(req *http.Request) bool {
+	if len(req.Header["Upgrade"]) == 0 {
+		return false
+	}
+	for _, v := range req.Header["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // strongValidator returns the validator a resume request pins its range
 // to: a strong ETag, or else a Last-Modified at least validatorAge before
 // Date. A weak ETag rules out Last-Modified too: a client holding an entity
@@ -171,15 +197,19 @@ func strongValidator(h http.Header) (v string, etag, ok bool) {
 	return lm[0], false, true
 }
 
-// sameValidator reports whether h, the headers of a 200 to a resume
-// request, carry at's validator: the same representation, whole.
-func (at *resumeAt) sameValidator(h http.Header) bool {
+// versionIn reports whether h, the headers of an answer to a resume
+// request, have the field of at's validator (the ETag, or the
+// Last-Modified), and if so whether it names the same representation.
+func (at *resumeAt) versionIn(h http.Header) (named, same bool) {
 	name := "Last-Modified"
 	if at.etag {
 		name = "Etag"
 	}
 	v := h[name]
-	return len(v) > 0 && v[0] == at.validator
+	if len(v) == 0 {
+		return false, false
+	}
+	return true, v[0] == at.validator
 }
 
 // identityCoded reports whether h declares no content coding but identity:
