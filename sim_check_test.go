@@ -551,6 +551,11 @@ func (run *simRun) tallyResumed(sr *simReq) {
 		t["resumed to EOF"]++
 	case errors.Is(err, httpretry.ErrBodyChanged):
 		t["ended ErrBodyChanged"]++
+		if ranPastErr(err) {
+			t["ended ErrBodyChanged, an answer past its end"]++
+		}
+	case err != nil && ranPastErr(err):
+		t["ended past the end"]++
 	case err != nil:
 		t["ended in another error"]++
 	}
@@ -563,9 +568,11 @@ func (run *simRun) tallyResumed(sr *simReq) {
 
 // checkResumed: a resumable body read to its end is the version its
 // response carried, byte for byte; one that ends in an error is a prefix
-// of it, never a byte of another, and its error wraps the latest break
-// (ErrBodyChanged exactly when the last resume request met another
-// version or a range not asked for).
+// of it, never a byte of another nor one past its end, and its error
+// wraps the latest break (ErrBodyChanged exactly when the last resume
+// request met another version, a range not asked for or a body that is
+// not its range). A body that ran past its end, the first with no resume,
+// ends in an error that says so, never io.EOF.
 func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 	run.mu.Lock()
 	want := b.obj.versions[b.ver]
@@ -573,6 +580,21 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 	run.mu.Unlock()
 	got := sr.respData
 	eof := sr.readEOF
+	var changed bool
+	if n := len(sr.resumeAtts); n > 0 {
+		last := sr.resumeAtts[n-1]
+		changed = last.changed && !sr.possiblyCut(last)
+	}
+	// The first body sent bytes past its end, and no resume replaced it.
+	pastEnd := len(sr.resumeAtts) == 0 && len(b.data) > len(want) && (b.cutAt < 0 || b.cutAt > len(want))
+	switch {
+	case eof && changed && !run.cfg.nested:
+		run.violate(sr, "body-changed", "the caller read to io.EOF, though the last resume request met another "+
+			"version or range")
+	case eof && pastEnd:
+		run.violate(sr, "past-end", "the caller read to io.EOF a body that ran %d bytes past its end",
+			len(b.data)-len(want))
+	}
 	switch {
 	case eof && !bytes.Equal(got, want):
 		run.violate(sr, "resumed-identical", "the caller read %d bytes to EOF, not v%d of the object (%d bytes)%s",
@@ -585,6 +607,12 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 	}
 	err := sr.respErr
 	if err == nil || sr.callersDoing() {
+		return
+	}
+	if pastEnd {
+		if !ranPastErr(err) {
+			run.violate(sr, "past-end", "a body that ran past its end ended with %v", err)
+		}
 		return
 	}
 	told := false
@@ -605,11 +633,6 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 		run.violate(sr, "resumed-error", "the body ended with %v, which does not wrap its latest break %v", err,
 			lastBreak)
 	}
-	var changed bool
-	if n := len(sr.resumeAtts); n > 0 {
-		last := sr.resumeAtts[n-1]
-		changed = last.changed && !sr.possiblyCut(last)
-	}
 	if is := errors.Is(err, httpretry.ErrBodyChanged); is != changed && !run.cfg.nested {
 		run.violate(sr, "body-changed", "the body ended with %v; the last resume request met another version "+
 			"or range: %v", err, changed)
@@ -620,6 +643,12 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 // the package's own error, known here only by its text.
 func idleErr(err error) bool {
 	return strings.Contains(err.Error(), "no byte for Resume.Idle")
+}
+
+// ranPastErr reports whether err says a body ran past the end its headers
+// declare: the package's own error, known here only by its text.
+func ranPastErr(err error) bool {
+	return strings.Contains(err.Error(), "runs past the end its headers declare")
 }
 
 func firstDiff(got, want []byte) string {

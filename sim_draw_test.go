@@ -108,11 +108,12 @@ var profiles = []map[behaviour]int{
 var resumeProfiles = []map[resumeBeh]int{
 	{rHonour: 1},
 	{rHonour: 6, rIgnore: 2, rWrongRange: 1, r416: 1, rReplace: 1, rReplace206: 1, r503: 2, rRefuse: 1,
-		rReset: 1, rBlackHole: 1},
+		rReset: 1, rBlackHole: 1, rLonger: 1, rShorter: 1, rBare: 1},
 	{rIgnore: 1},
 	{rHonour: 2, r503: 3, rReset: 1},
 	{rReplace: 1, rHonour: 1},
 	{rWrongRange: 1, r416: 1, rHonour: 2},
+	{rReplace206: 2, rLonger: 1, rShorter: 2, rBare: 1, rHonour: 2},
 }
 
 func weights8(m map[resumeBeh]int) (w [numResumeBehs]int) {
@@ -341,7 +342,7 @@ func drawObject(r *rand.Rand, q *reqPlan, least int) {
 	}
 	q.objSize = max(0, pick(r, least-1, least, least+1, least+r.IntN(2*least+1), 2*least, r.IntN(5000)))
 	q.objKind = pick(r, okETag, okETag, okETag, okETag, okETag, okETag, okLMOld, okLMOld, okWeak, okWeakLM,
-		okLMRecent, okNone, okGzip, okNoRanges, okNoLength, okIdentity)
+		okLMRecent, okNone, okGzip, okNoRanges, okNoLength, okIdentity, okLonger)
 	q.readResp = r.IntN(8) != 0
 	q.readMax = pick(r, 64, 1000, 4096, 32<<10)
 	if r.IntN(10) == 0 {

@@ -1,6 +1,7 @@
 package httpretry_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -133,16 +134,19 @@ const (
 	rWrongRange                  // a 206 whose Content-Range is not the one asked for
 	r416                         // 416, whatever was asked
 	rReplace                     // the object is replaced, then answered exactly (a 200 of the new one)
-	rReplace206                  // the object is replaced, a 206 of the new bytes under the new ETag
+	rReplace206                  // the object is replaced, If-Range ignored: a 206 of the new bytes under the new validator
 	r503                         // a retried status, maybe with Retry-After
 	rRefuse                      // the dial is refused
 	rReset                       // connected, reset before an answer
 	rBlackHole                   // no answer until the attempt ends
+	rLonger                      // honoured, but the 206's body runs past the range it names
+	rShorter                     // honoured, but the 206's body stops short of the range it names
+	rBare                        // honoured, a 206 that names no version: neither ETag nor Last-Modified
 	numResumeBehs
 )
 
 var resumeBehNames = [numResumeBehs]string{"honour", "ignore-range", "wrong-range", "416", "replace",
-	"replace-206", "503", "refuse", "reset", "black-hole"}
+	"replace-206", "503", "refuse", "reset", "black-hole", "longer", "shorter", "bare"}
 
 func (b resumeBeh) String() string { return resumeBehNames[b] }
 
@@ -160,10 +164,11 @@ const (
 	okGzip                    // a strong ETag, Content-Encoding: gzip
 	okNoRanges                // a strong ETag, Accept-Ranges: none
 	okNoLength                // a strong ETag, no Content-Length
+	okLonger                  // a strong ETag; a 200's body runs past its Content-Length
 )
 
 var objKindNames = []string{"etag", "identity", "lm-old", "weak", "weak+lm", "lm-recent", "none", "gzip",
-	"no-ranges", "no-length"}
+	"no-ranges", "no-length", "longer"}
 
 func (k objKind) String() string { return objKindNames[k] }
 
@@ -224,7 +229,7 @@ func (run *simRun) objectHeader(ob *simObject, v int, now time.Time) http.Header
 	tag := `"r` + strconv.Itoa(ob.req) + "o" + strconv.Itoa(ob.origin) + "v" + strconv.Itoa(v) + `"`
 	lm := run.t0.Add(-time.Hour + time.Duration(v)*time.Second).UTC().Format(http.TimeFormat)
 	switch ob.kind {
-	case okETag:
+	case okETag, okLonger:
 		h.Set("Etag", tag)
 		h.Set("Last-Modified", lm)
 	case okIdentity:
@@ -604,8 +609,11 @@ func (s *simBase) objectAnswer(r *http.Request, a *simAttempt, o *simOrigin, rng
 	ob := s.run.object(a.req, o)
 	v, data := s.run.current(ob)
 	cl := int64(len(data))
-	if ob.kind == okNoLength {
+	switch ob.kind {
+	case okNoLength:
 		cl = -1
+	case okLonger:
+		data = append(bytes.Clone(data), junk(rng, 1+rng.IntN(1000))...)
 	}
 	resp := s.objectResp(r, a, ob, v, 200, data, s.run.objectHeader(ob, v, time.Now()), cl)
 	drawCut(rng, o, a.resp, a.beh == bCut)
@@ -732,8 +740,9 @@ func (s *simBase) serveResume(r *http.Request, a *simAttempt, o *simOrigin, rng 
 			h["Content-Range"] = []string{contentRange(first, last, size), contentRange(first, last, size)}
 		}
 		return partial(data[first : last+1]), nil // k == 5: none at all
-	case a.rbeh == rReplace206 && h.Get("Etag") != "":
-		// A server that ignores If-Range: the new bytes, under their ETag.
+	case a.rbeh == rReplace206 && simValidator(h) != "":
+		// A server that honours Range and ignores If-Range: the new bytes,
+		// under their validator (an ETag, or a Last-Modified alone).
 		a.changed = true
 		h.Set("Content-Range", contentRange(first, last, size))
 		return partial(data[first : last+1]), nil
@@ -742,6 +751,13 @@ func (s *simBase) serveResume(r *http.Request, a *simAttempt, o *simOrigin, rng 
 	var resp *http.Response
 	if a.rbeh != rIgnore && a.ifRange != "" && a.ifRange == simValidator(h) {
 		h.Set("Content-Range", contentRange(first, last, size))
+		switch a.rbeh {
+		case rLonger, rShorter:
+			return s.misfit(r, a, ob, v, h, data[first:last+1], rng), nil
+		case rBare:
+			h.Del("Etag")
+			h.Del("Last-Modified")
+		}
 		resp = partial(data[first : last+1])
 	} else {
 		// Range ignored, or If-Range naming another version: all of it.
@@ -755,6 +771,39 @@ func (s *simBase) serveResume(r *http.Request, a *simAttempt, o *simOrigin, rng 
 		drawCut(rng, o, a.resp, false)
 	}
 	return resp, nil
+}
+
+// misfit is a 206 of the range asked, rest, whose body is not that range:
+// longer (bytes past the object's end) or shorter, its Content-Length the
+// body's, the range's or none. A body shorter than a length it does not
+// declare as its own is cut, and resumed again; any other is not the rest,
+// and no byte of it past the range may reach the caller.
+func (s *simBase) misfit(r *http.Request, a *simAttempt, ob *simObject, v int, h http.Header, rest []byte,
+	rng *rand.Rand) *http.Response {
+	n := int64(len(rest))
+	if a.rbeh == rLonger {
+		a.changed = true
+		body := append(bytes.Clone(rest), junk(rng, 1+rng.IntN(1000))...)
+		return s.objectResp(r, a, ob, v, http.StatusPartialContent, body, h, pick(rng, int64(len(body)), n, -1))
+	}
+	short := n - 1 - rng.Int64N(n)
+	if rng.IntN(2) == 0 {
+		a.changed = true
+		return s.objectResp(r, a, ob, v, http.StatusPartialContent, rest[:short], h, short)
+	}
+	resp := s.objectResp(r, a, ob, v, http.StatusPartialContent, rest, h, pick(rng, n, -1))
+	a.resp.cutAt, a.resp.cutErr, a.resp.joined = int(short), io.EOF, rng.IntN(2) == 0
+	return resp
+}
+
+// junk is n random bytes, which no version of an object holds at their
+// offset but by chance.
+func junk(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
 }
 
 // parseSimRange reads "bytes=N-" or "bytes=N-E" within size.

@@ -48,10 +48,14 @@ import (
 // callers that cancel. Resumable bodies (point 21): Resume zero, Max
 // 1-3 or off, with or without Idle, MinBytes small or the default; GETs
 // of objects around MinBytes with a strong, weak, date-only or no
-// validator, gzip, Accept-Ranges: none or no length; bodies cut at any
-// offset by an unexpected EOF, a reset, an early EOF or a stall, the last
-// bytes with the break or before it; resume requests answered exactly,
-// with Range ignored, a wrong Content-Range, 416, the object replaced,
+// validator, gzip, Accept-Ranges: none or no length, or a body that runs
+// past its Content-Length; bodies cut at any offset by an unexpected EOF,
+// a reset, an early EOF or a stall, the last bytes with the break or
+// before it; resume requests answered exactly, with Range ignored, a
+// wrong Content-Range, 416, the object replaced (If-Range honoured, or
+// ignored: a 206 of the new version under its ETag or Last-Modified), a
+// 206 that names no version, a 206 whose body runs past its range or
+// stops short of it (its Content-Length the body's, the range's or none),
 // 503 or a transport error; callers that read to the end with Reads of
 // any size, close early, close from another goroutine (also just after
 // an EventResume) or cancel. Three liveness scenarios run on fixed seeds
