@@ -43,6 +43,7 @@ func TestResumeEligibility(t *testing.T) {
 		{name: "POST", method: http.MethodPost},
 		{name: "PUT", method: http.MethodPut},
 		{name: "GET with a body", body: true},
+		{name: "Upgrade request", reqHeader: http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}},
 		{name: "MaxRetries 0", maxRetries: -1},
 		{name: "Resume.Max negative", resume: Resume{Max: -1}},
 		{name: "304", edit: func(r *http.Response) { r.StatusCode = 304 }},
