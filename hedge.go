@@ -9,7 +9,8 @@ import (
 // Hedge sends speculative copies of a slow request, to cut the tail
 // latency that one slow replica gives every caller. Only requests that may
 // be resent and whose body can be replayed are hedged; a copy goes to the
-// next fallback origin not yet tried, if any, is charged to the retry
+// next fallback origin not yet tried, if any (with SameOrigin, to the
+// request's own origin), is charged to the retry
 // budget of the origin the request's round started at (the request it
 // copies), wherever it goes, and counts against MaxRetries, so one request
 // never costs the upstream more than 1 + MaxRetries calls (candidates +
@@ -37,6 +38,10 @@ type Hedge struct {
 	// MinAfter is the least learned delay; 0 means 1 ms. Only with
 	// Quantile.
 	MinAfter time.Duration
+	// SameOrigin sends every copy to the request's own origin, never to
+	// a fallback, so that a cold standby serves failures only; false
+	// sends a copy to the next fallback not yet tried, as a resend goes.
+	SameOrigin bool
 }
 
 const (
@@ -64,6 +69,9 @@ func (h Hedge) problems() []string {
 	}
 	if h.MinAfter != 0 && h.Quantile == 0 {
 		bad = append(bad, fmt.Sprintf("Hedge.MinAfter %v needs Hedge.Quantile", h.MinAfter))
+	}
+	if h.SameOrigin && h.After == 0 && h.Quantile == 0 {
+		bad = append(bad, "Hedge.SameOrigin true needs Hedge.After or Hedge.Quantile")
 	}
 	return bad
 }

@@ -325,6 +325,7 @@ func TestHedgeValidation(t *testing.T) {
 		{Hedge{After: ms(10), Max: -1}, "Hedge.Max -1 is outside 0..16"},
 		{Hedge{After: ms(10), Max: 17}, "Hedge.Max 17 is outside 0..16"},
 		{Hedge{Max: 2}, "Hedge.Max 2 needs Hedge.After"},
+		{Hedge{SameOrigin: true}, "Hedge.SameOrigin true needs Hedge.After or Hedge.Quantile"},
 	} {
 		err := Policy{MaxRetries: 1, Hedge: tc.hedge}.Validate()
 		assert.ErrorContains(t, err, tc.want)
@@ -526,4 +527,57 @@ func TestGiveUpErrorCountsEveryAttemptSent(t *testing.T) {
 		assert.EqualError(t, err, "httpretry: exhausted after 2 attempt(s): read: connection reset by peer")
 		assert.EqualValues(t, 2, base.n.Load())
 	})
+}
+
+// With Hedge.SameOrigin a copy stays at the request's own origin, over
+// loopback: a slow first answer gets its copy there, never at the
+// fallback, which serves only the request that failed at home.
+func TestHedgeSameOriginKeepsCopiesHome(t *testing.T) {
+	primary := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch n {
+		case 1: // slow: the copy must come here
+			<-r.Context().Done()
+			return
+		case 3: // failing: the fallback takes it
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "primary")
+	})
+	standby := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		io.WriteString(w, "standby")
+	})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	p := hedgePolicy(20*time.Millisecond, 1, 2)
+	p.Hedge.SameOrigin = true
+	p.Fallbacks = []string{standby.URL}
+	var rec recorder
+	rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+	get := func() string {
+		req, _ := http.NewRequest(http.MethodGet, primary.URL+"/", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		return readAll(t, resp)
+	}
+
+	assert.Equal(t, "primary", get(), "the copy's answer, from home")
+	assert.Equal(t, int64(2), primary.calls.Load())
+	assert.Zero(t, standby.calls.Load(), "no copy went to the fallback")
+	require.Equal(t, []EventKind{EventHedge}, rec.kinds())
+	assert.Equal(t, "http://"+hostOf(primary.URL), rec.all()[0].Origin)
+
+	assert.Equal(t, "standby", get(), "a failure still goes to the fallback")
+	assert.Equal(t, int64(3), primary.calls.Load())
+	assert.Equal(t, int64(1), standby.calls.Load())
+}
+
+// Hedge.SameOrigin reads and writes its JSON as "sameOrigin".
+func TestHedgeSameOriginJSON(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"default": {"maxRetries": 2, "hedge": {"after": "20ms", "sameOrigin": true}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Hedge{After: 20 * time.Millisecond, SameOrigin: true}, c.Default.Hedge)
+	assert.Contains(t, nestedJSON(t, c.Default, "hedge"), `"sameOrigin":true`)
+	_, err = ParseConfig([]byte(`{"default": {"maxRetries": 2, "hedge": {"sameOrigin": true}}}`))
+	assert.ErrorContains(t, err, "default.hedge.sameOrigin: true needs Hedge.After or Hedge.Quantile")
 }
