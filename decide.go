@@ -61,7 +61,8 @@ func (c *call) failed(resp *http.Response, err error) bool {
 }
 
 // refusal judges a failed outcome: the reason it may not be resent at
-// all, or 0.
+// all, or 0. An answer to a request that asks to switch protocols is
+// never resent: only an attempt that got no response is.
 func (c *call) refusal(o outcome) Reason {
 	if o.err != nil {
 		if ctxErr := c.req.Context().Err(); ctxErr != nil {
@@ -79,6 +80,9 @@ func (c *call) refusal(o outcome) Reason {
 		if c.p.retryIf == nil && permanent(o.err) {
 			return ReasonNotRetryable
 		}
+	}
+	if o.resp != nil && c.upgrade {
+		return ReasonNotRetryable
 	}
 	if !c.resendable && !c.neverSent(o.a, o.err) {
 		return ReasonNotIdempotent

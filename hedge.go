@@ -85,9 +85,10 @@ func (h Hedge) copies() int {
 }
 
 // hedges reports whether this request's attempts are hedged: the policy
-// asks for it, a resend is safe, and every copy can have its own body.
+// asks for it, a resend is safe, every copy can have its own body, and
+// the request does not ask to switch protocols.
 func (c *call) hedges() bool {
-	return c.p.hedge.copies() > 0 && c.resendable && c.replayable()
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
 }
 
 // replayable reports whether every further attempt can have its own body.

@@ -581,3 +581,101 @@ func TestHedgeSameOriginJSON(t *testing.T) {
 	_, err = ParseConfig([]byte(`{"default": {"maxRetries": 2, "hedge": {"sameOrigin": true}}}`))
 	assert.ErrorContains(t, err, "default.hedge.sameOrigin: true needs Hedge.After or Hedge.Quantile")
 }
+
+// An Upgrade request (Connection: upgrade with an Upgrade header) is never
+// hedged (DESIGN point 21), over loopback: a handshake slower than the
+// hedge delay gets no copy, and its 101 comes back untouched.
+func TestAnUpgradeRequestIsNeverHedged(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		time.Sleep(100 * time.Millisecond) // five hedge delays
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\nhello")
+		rw.Flush()
+	})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	var rec recorder
+	rt := New(base, WithPolicy(hedgePolicy(20*time.Millisecond, 2, 3)), WithObserver(rec.observe))
+	req, _ := http.NewRequest(http.MethodGet, up.URL+"/ws", nil)
+	req.Header.Set("Connection", "keep-alive, Upgrade")
+	req.Header.Set("Upgrade", "test")
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	_, ok := resp.Body.(io.ReadWriteCloser)
+	assert.True(t, ok, "the upgraded connection, untouched")
+	assert.Equal(t, "hello", readAll(t, resp))
+	assert.Equal(t, int64(1), up.calls.Load(), "no copy")
+	assert.Empty(t, rec.all())
+}
+
+// An Upgrade request may be resent only when its attempt got no response:
+// an answer, a retryable one too, is returned as it is.
+func TestAnUpgradeRequestIsResentOnlyWithoutAResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		first   func(r *http.Request) (*http.Response, error)
+		calls   int
+		status  int
+		giveUps []Reason
+	}{
+		{"503: returned", func(r *http.Request) (*http.Response, error) {
+			return fakeResponse(r, http.StatusServiceUnavailable, nil, "busy"), nil
+		}, 1, http.StatusServiceUnavailable, []Reason{ReasonNotRetryable}},
+		{"refused: resent", func(*http.Request) (*http.Response, error) { return nil, errRefused }, 2, http.StatusSwitchingProtocols, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if calls.Add(1) == 1 {
+					return tc.first(r)
+				}
+				return &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			})
+			var rec recorder
+			p := hedgePolicy(20*time.Millisecond, 1, 2)
+			p.Fallbacks = []string{"http://b.test"}
+			rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+			req, _ := http.NewRequest(http.MethodGet, "http://a.test/ws", nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.status, resp.StatusCode)
+			resp.Body.Close()
+			assert.Equal(t, tc.calls, int(calls.Load()))
+			var giveUps []Reason
+			for _, e := range ofKind(rec.all(), EventGiveUp) {
+				giveUps = append(giveUps, e.Reason)
+			}
+			assert.Equal(t, tc.giveUps, giveUps)
+		})
+	}
+}
+
+func TestUpgrades(t *testing.T) {
+	for _, tc := range []struct {
+		connection, upgrade []string
+		want                bool
+	}{
+		{[]string{"Upgrade"}, []string{"websocket"}, true},
+		{[]string{"keep-alive, upgrade"}, []string{"h2c"}, true},
+		{[]string{"keep-alive", " UPGRADE "}, []string{"websocket"}, true},
+		{[]string{"Upgrade"}, nil, false},
+		{nil, []string{"websocket"}, false},
+		{[]string{"upgrades, keep-alive"}, []string{"websocket"}, false},
+	} {
+		req := &http.Request{Header: http.Header{}}
+		if tc.connection != nil {
+			req.Header["Connection"] = tc.connection
+		}
+		if tc.upgrade != nil {
+			req.Header["Upgrade"] = tc.upgrade
+		}
+		assert.Equal(t, tc.want, upgrades(req), "Connection %q, Upgrade %q", tc.connection, tc.upgrade)
+	}
+}
