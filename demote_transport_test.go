@@ -1381,3 +1381,38 @@ func demotedLongAgo(t *testing.T, budgets *Budgets, host string, length time.Dur
 	require.True(t, demoted)
 	return r
 }
+
+// An observer that panics on the verdict of a probe that ran on alone has
+// no caller to reach: the panic is dropped, the probe's response is closed
+// once, and the verdict stands.
+func TestAProbeRunningOnSurvivesAPanickingObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		var body *trackedBody
+		o.set("a.test", func(r *http.Request) (*http.Response, error) {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+			resp := fakeResponse(r, http.StatusOK, nil, "")
+			body = newTrackedBody("late")
+			resp.Body = body
+			return resp, nil
+		})
+		o.set("b.test", answerAfter(10*time.Millisecond))
+		budgets := NewBudgets()
+		rt := New(o, WithPolicy(hedgedDemotePolicy()), WithBudgets(budgets), WithObserver(func(e Event) {
+			if e.Kind == EventRestore {
+				panic("observer")
+			}
+		}))
+		a := demotedLongAgo(t, budgets, "a.test", time.Minute)
+		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.NotNil(t, body)
+		assert.Equal(t, int32(1), body.closes.Load(), "closed once")
+		assert.False(t, a.demotion.standing(), "restored")
+	})
+}
