@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,8 +77,28 @@ func (sr *simReq) possiblyCut(a *simAttempt) bool {
 	return false
 }
 
+// asReturned is sr as RoundTrip left it, to check while a probe may still
+// run on alone (point 23): an attempt the base has not returned from shows
+// what it was sent with, and later events are not seen.
+func (run *simRun) asReturned(sr *simReq) *simReq {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	v := *sr
+	v.events = slices.Clone(sr.events)
+	v.attempts = make([]*simAttempt, len(sr.attempts))
+	for i, a := range sr.attempts {
+		if !a.back {
+			a = &simAttempt{req: a.req, seq: a.seq, n: a.n, origin: a.origin, url: a.url, start: a.start,
+				header: a.header, method: a.method, hadBody: a.hadBody}
+		}
+		v.attempts[i] = a
+	}
+	return &v
+}
+
 // checkReturn checks what RoundTrip did, as soon as it returned.
 func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
+	sr = run.asReturned(sr)
 	if sr.panicVal != nil {
 		if _, ok := sr.panicVal.(simPanic); !ok {
 			run.violate(sr, "no-panic", "RoundTrip panicked: %v", sr.panicVal)
@@ -119,7 +140,7 @@ func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
 		run.mu.Lock()
 		b := run.bodies[sr.respBody]
 		run.mu.Unlock()
-		if b.att.req != sr {
+		if b.att.req.id() != sr.id() {
 			run.violate(sr, "response-own", "the response returned is body %d of request %d", b.id, b.att.req.id())
 		} else if b.att.status != resp.StatusCode {
 			run.violate(sr, "response-own", "status %d returned, the attempt got %d", resp.StatusCode, b.att.status)
@@ -913,7 +934,7 @@ func (run *simRun) checkBudgets() {
 		var reqs []*simReq
 		for _, sr := range run.reqs {
 			if run.regOf[sr.tr] == ri {
-				reqs = append(reqs, sr)
+				reqs = append(reqs, run.asReturned(sr)) // a probe may still run on
 			}
 		}
 		retries, drawn := 0, 0
