@@ -26,26 +26,44 @@ type attempt struct {
 	received bool
 	getConn  atomic.Bool // the trace saw the transport look for a connection
 	gotConn  atomic.Bool // and find one
+	// probes says the attempt is a hedged round's probe of a demoted
+	// origin, which runs on to its own verdict when another attempt wins
+	// (see hedgedRound.cancelLosers): its context is cut from the
+	// caller's only until then, by detach, which reports whether the
+	// caller's had not ended first. alone is then its candidate, with
+	// the claim, apart from the request's.
+	probes bool
+	detach func() bool
+	alone  *target
 	// ctx is the attempt's own context, which tells AttemptFromContext
 	// its number; it lives inside the attempt so that it costs no
 	// allocation of its own.
 	ctx attemptContext
 }
 
-// newAttempt prepares attempt n to tg with body. The attempt gets a
-// context of its own when a timer bounds it or when it may have to be
-// canceled as a losing hedge. A request that may be resent only if it
-// never reached the wire is traced when a timer bounds it: a timer that
-// fires during the dial leaves an error that does not say so, while a
-// refused dial or a failed lookup says so by its error. The trace costs
-// about 1 KB and 9 allocations, so it is never installed otherwise.
-func (c *call) newAttempt(n int, tg *target, body io.ReadCloser) (*attempt, *http.Request) {
+// newAttempt prepares attempt n to tg with body; probes says it is a
+// hedged round's probe of tg. The attempt gets a context of its own when
+// a timer bounds it or when it may have to be canceled as a losing hedge.
+// A probe's keeps the caller's values but ends with the caller's only
+// until it is detached. A request that may be resent only if it never
+// reached the wire is traced when a timer bounds it: a timer that fires
+// during the dial leaves an error that does not say so, while a refused
+// dial or a failed lookup says so by its error. The trace costs about
+// 1 KB and 9 allocations, so it is never installed otherwise.
+func (c *call) newAttempt(n int, tg *target, body io.ReadCloser, probes bool) (*attempt, *http.Request) {
 	a, slot := c.attemptFor(n)
-	a.n, a.tg = n, tg
+	a.n, a.tg, a.probes = n, tg, probes
 	c.bound(a)
 	r := c.req
 	ctx := r.Context()
-	if a.timed || c.hedged {
+	switch {
+	case probes:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(r.Context(), cancel)
+		a.cancel = func() { stop(); cancel() }
+		a.detach = stop
+	case a.timed || c.hedged:
 		ctx, a.cancel = context.WithCancel(ctx)
 		if a.timed && !c.resendable {
 			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -108,10 +126,16 @@ type sending struct {
 }
 
 // bound sets the timer of attempt a: PerTryTimeout, or what is left of
-// the policy's Deadline when that comes first.
+// the policy's Deadline when that comes first. Without PerTryTimeout, a
+// probe that may run on after its request is bounded by the length of
+// the demotion it probes (DESIGN point 23): a black-holed origin is
+// demoted again when the bound cuts it.
 func (c *call) bound(a *attempt) {
-	if c.p.perTry > 0 {
+	switch {
+	case c.p.perTry > 0:
 		a.timeout, a.timed = c.p.perTry, true
+	case a.probes:
+		a.timeout, a.timed = a.tg.rec.demotion.lasted(a.tg.probe, c.p.demote.base), true
 	}
 	if !c.policyDeadline.IsZero() {
 		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
@@ -144,7 +168,7 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 		if a.byDeadline {
 			err = &attemptTimeout{sentinel: ErrDeadline}
 		} else {
-			err = &attemptTimeout{sentinel: ErrAttemptTimeout, after: c.p.perTry}
+			err = &attemptTimeout{sentinel: ErrAttemptTimeout, after: a.timeout}
 		}
 	}
 	return checkOutcome(resp, err)

@@ -23,6 +23,7 @@ type call struct {
 	sent       int           // attempts sent, hedged copies included
 	drawn      int           // attempts drawn on the pool of maxRetries
 	resendable bool          // the method or a key makes a resend safe
+	upgrade    bool          // the request asks to switch protocols: see upgrades
 	hedged     bool          // attempts are hedged: see hedges
 	header     http.Header   // req.Header plus an added idempotency key; nil: req.Header
 	body       *replayBody   // nil: no body, or GetBody replays it
@@ -58,8 +59,8 @@ func sendsAsIs(r *http.Request, p *hostPolicy) bool {
 		return true // the common policy, without looking at r's headers
 	}
 	safe := resendable(r, p.idemHeaders)
-	hedged := safe && p.hedge.copies() > 0  // needs a context of its own
-	keyed := !safe && p.autoKeyHeader != "" // needs a header of its own
+	hedged := safe && p.hedge.copies() > 0 && !upgrades(r) // needs a context of its own
+	keyed := !safe && p.autoKeyHeader != ""                // needs a header of its own
 	return !hedged && !keyed
 }
 
@@ -94,6 +95,7 @@ func newCall(rt *route, now time.Time) *call {
 	c.route, c.sent = *rt, 1
 	r, p := c.req, c.p
 	c.resendable = resendable(r, p.idemHeaders)
+	c.upgrade = upgrades(r)
 	if !c.resendable && keyable(r.Method) && p.autoKeyHeader != "" {
 		c.header = r.Header.Clone()
 		if c.header == nil {

@@ -61,7 +61,8 @@ func (c *call) failed(resp *http.Response, err error) bool {
 }
 
 // refusal judges a failed outcome: the reason it may not be resent at
-// all, or 0.
+// all, or 0. An answer to a request that asks to switch protocols is
+// never resent: only an attempt that got no response is.
 func (c *call) refusal(o outcome) Reason {
 	if o.err != nil {
 		if ctxErr := c.req.Context().Err(); ctxErr != nil {
@@ -79,6 +80,9 @@ func (c *call) refusal(o outcome) Reason {
 		if c.p.retryIf == nil && permanent(o.err) {
 			return ReasonNotRetryable
 		}
+	}
+	if o.resp != nil && c.upgrade {
+		return ReasonNotRetryable
 	}
 	if !c.resendable && !c.neverSent(o.a, o.err) {
 		return ReasonNotIdempotent
@@ -120,9 +124,17 @@ func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, R
 
 // nextCopy decides, at now, a copy of an attempt still in flight, which
 // never waits: to the first candidate not yet tried, or round the
-// candidates as a resend goes. A copy to a new candidate is still drawn on
-// the pool.
+// candidates as a resend goes; with Hedge.SameOrigin, to the request's
+// own origin, wherever the round began. A copy to a new candidate is
+// still drawn on the pool.
 func (c *call) nextCopy(now time.Time) (plan, Reason) {
+	if c.p.hedge.SameOrigin {
+		k := c.ownIndex()
+		if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
+			return plan{}, reason
+		}
+		return plan{to: k, kind: EventHedge}, 0
+	}
 	if k, ok := c.untried(); ok {
 		if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
 			return plan{}, reason
@@ -132,6 +144,17 @@ func (c *call) nextCopy(now time.Time) (plan, Reason) {
 	return c.around(EventHedge, nil, func(tg *target) (time.Duration, Reason) {
 		return 0, c.admitCopy(tg, now)
 	})
+}
+
+// ownIndex is where the request's own origin is among its candidates:
+// first, unless demotion moved it back.
+func (c *call) ownIndex() int {
+	for k := range c.targets {
+		if !c.targets[k].moved {
+			return k
+		}
+	}
+	return 0
 }
 
 // untried is the next candidate not yet tried, in order, those whose probe

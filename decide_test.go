@@ -114,6 +114,7 @@ func TestNextAtFixedInstants(t *testing.T) {
 		tried     bool
 		raUntil   time.Duration // after t0; 0: none
 		raTooLong bool
+		moved     bool // a fallback; the others are the own origin
 	}
 	tests := []struct {
 		name     string
@@ -123,6 +124,7 @@ func TestNextAtFixedInstants(t *testing.T) {
 		deadline time.Duration // after t0; 0: none
 		drain    time.Duration
 		hedge    bool
+		same     bool // Hedge.SameOrigin
 		refused  []bool
 		want     plan
 		reason   Reason
@@ -145,15 +147,32 @@ func TestNextAtFixedInstants(t *testing.T) {
 		{name: "a copy draws on the pool", cands: []cand{{tried: true}, {}}, hedge: true, drawn: 3, reason: ReasonExhausted},
 		{name: "a copy round the candidates", cands: []cand{{tried: true}}, hedge: true, want: plan{0, 0, EventHedge}},
 		{name: "a copy cannot wait out a Retry-After", cands: []cand{{tried: true, raUntil: ms(10)}}, hedge: true, reason: ReasonRetryAfterTooLong},
+		{name: "SameOrigin: a copy stays home, a fallback untried", cands: []cand{{tried: true}, {moved: true}}, hedge: true, same: true,
+			want: plan{0, 0, EventHedge}},
+		{name: "SameOrigin: home, wherever the ring is", cands: []cand{{tried: true}, {tried: true, moved: true}}, ring: 1, hedge: true, same: true,
+			want: plan{0, 0, EventHedge}},
+		{name: "SameOrigin: home when demotion moved it last", cands: []cand{{tried: true, moved: true}, {}}, hedge: true, same: true,
+			want: plan{1, 0, EventHedge}},
+		{name: "SameOrigin: home's Retry-After, no copy elsewhere", cands: []cand{{tried: true, raUntil: ms(10)}, {moved: true}}, hedge: true, same: true,
+			reason: ReasonRetryAfterTooLong},
+		{name: "SameOrigin: a copy draws on the pool", cands: []cand{{tried: true}, {moved: true}}, hedge: true, same: true, drawn: 3,
+			reason: ReasonExhausted},
+		{name: "SameOrigin: resends still go to the fallbacks", cands: []cand{{tried: true}, {moved: true}}, same: true,
+			want: plan{1, 0, EventFallback}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &call{route: route{p: fixed, maxRetries: 3}, drawn: tt.drawn, waitLeft: -1, ring: tt.ring}
+			if tt.same {
+				same := *fixed
+				same.hedge = Hedge{After: ms(10), SameOrigin: true}
+				c.p = &same
+			}
 			if tt.deadline != 0 {
 				c.deadline = t0.Add(tt.deadline)
 			}
 			for _, cd := range tt.cands {
-				tg := target{tried: cd.tried, raTooLong: cd.raTooLong}
+				tg := target{tried: cd.tried, raTooLong: cd.raTooLong, moved: cd.moved}
 				if cd.raUntil != 0 {
 					tg.raUntil = t0.Add(cd.raUntil)
 				}

@@ -121,6 +121,9 @@ type demotion struct {
 	// restoredAt is the Unix nanosecond of the latest restore, from which
 	// streak decays.
 	restoredAt atomic.Int64
+	// since is the Unix nanosecond the latest demotion began: with until,
+	// its length, which bounds its probe (see lasted).
+	since atomic.Int64
 }
 
 // probe is a request's claim on the probe of an origin whose demotion has
@@ -185,6 +188,7 @@ func (s *demotion) failed(now time.Time, p probe, rule demoteRule, r *rand.Rand)
 		d := rule.length(n, r)
 		if s.until.CompareAndSwap(p.claimed, addNanos(t, d)) {
 			s.streak.Store(n)
+			s.since.Store(t)
 			return true, d
 		}
 		// Another request's answer restored the origin during the probe:
@@ -202,8 +206,19 @@ func (s *demotion) failed(now time.Time, p probe, rule demoteRule, r *rand.Rand)
 		return false, 0
 	}
 	s.streak.Store(n)
+	s.since.Store(t)
 	s.fails.Store(0)
 	return true, d
+}
+
+// lasted is the length of the demotion that probe p probes, from its
+// start to its end, a Retry-After that held it included; base when it
+// cannot be told (another demotion began meanwhile).
+func (s *demotion) lasted(p probe, base time.Duration) time.Duration {
+	if d := time.Duration(-p.claimed - s.since.Load()); d > 0 {
+		return d
+	}
+	return base
 }
 
 // decayed is the latest demotion's rank in a row less one for every base

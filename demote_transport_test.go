@@ -1207,3 +1207,212 @@ func expireDemotion(t *testing.T, budgets *Budgets, host string) *originRecord {
 	time.Sleep(d)
 	return r
 }
+
+// A recovering primary whose probe, on a cold connection, is slower than
+// the hedge delay is overtaken by a copy on the warm standby. The copy's
+// answer returns at once; the probe runs on to its own answer, which
+// restores the primary (DESIGN point 23). It used to be cancelled and
+// counted as a failure: demoted again, the next requests on the standby.
+func TestAProbeOvertakenByACopyGetsItsOwnVerdict(t *testing.T) {
+	release := make(chan struct{})
+	primary := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			// The cold connection: the probe's answer comes after the
+			// copy's, and only once RoundTrip has returned.
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		io.WriteString(w, "primary")
+	})
+	standby := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		io.WriteString(w, "standby")
+	})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	p := fastPolicy(2)
+	p.Fallbacks = []string{standby.URL}
+	p.Hedge = Hedge{After: 20 * time.Millisecond}
+	p.Demote = Demote{After: 1, For: time.Minute}
+	budgets := NewBudgets()
+	var rec recorder
+	verdict := make(chan Event, 2)
+	rt := New(base, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe), WithObserver(func(e Event) {
+		if e.Kind == EventRestore || e.Kind == EventDemote {
+			verdict <- e
+		}
+	}))
+	a := demotedLongAgo(t, budgets, hostOf(primary.URL), time.Minute)
+
+	get := func() string {
+		req, _ := http.NewRequest(http.MethodGet, primary.URL+"/items", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		return readAll(t, resp)
+	}
+	assert.Equal(t, "standby", get(), "the copy's answer, at once")
+	assert.Equal(t, int64(1), standby.calls.Load())
+	assert.True(t, a.demotion.standing(), "the probe is still out")
+	assert.Equal(t, []EventKind{EventHedge}, rec.kinds(), "no verdict yet")
+
+	close(release)
+	select {
+	case e := <-verdict:
+		assert.Equal(t, EventRestore, e.Kind)
+		assert.Equal(t, "http://"+hostOf(primary.URL), e.Origin)
+		assert.Equal(t, 1, e.Attempt)
+		assert.Equal(t, http.StatusOK, e.Status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe's answer gave no verdict")
+	}
+	assert.Equal(t, []EventKind{EventHedge, EventRestore}, rec.kinds(), "not demoted again")
+	assert.False(t, a.demotion.standing(), "restored")
+	assert.Equal(t, "primary", get(), "first again")
+	assert.Equal(t, int64(2), primary.calls.Load())
+	assert.Equal(t, int64(1), standby.calls.Load())
+}
+
+// A probe that runs on after a copy elsewhere won the request gets the
+// verdict of its own outcome, bounded by PerTryTimeout or, without one,
+// by the length of the demotion it probes; the caller's context, once
+// RoundTrip has returned, does not cut it.
+func TestAProbeRunsOnToItsOwnVerdict(t *testing.T) {
+	const length = 40 * time.Second // the demotion demotedLongAgo draws is in [30 s, 60 s]
+	for _, tc := range []struct {
+		name    string
+		perTry  time.Duration
+		mode    mode          // the primary, after the hedge delay
+		cancel  bool          // the caller cancels once RoundTrip returned
+		verdict EventKind     // told of the primary
+		after   time.Duration // since the probe went; 0: the demotion's length
+	}{
+		{"answers late", 0, answerAfter(5 * time.Second), false, EventRestore, 5 * time.Second},
+		{"answers late, the caller's context ended", 0, answerAfter(5 * time.Second), true, EventRestore, 5 * time.Second},
+		{"fails late", 0, failAfter(5 * time.Second), false, EventDemote, 5 * time.Second},
+		{"black-holed: cut at the demotion's length", 0, hang, false, EventDemote, 0},
+		{"black-holed: cut at PerTryTimeout", 10 * time.Second, hang, false, EventDemote, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := newOrigins()
+				o.set("a.test", tc.mode)
+				o.set("b.test", answerAfter(10*time.Millisecond))
+				budgets := NewBudgets()
+				p := hedgedDemotePolicy()
+				p.PerTryTimeout = tc.perTry
+				var rec recorder
+				rt := New(o, WithPolicy(p), WithBudgets(budgets), WithObserver(rec.observe))
+				a := demotedLongAgo(t, budgets, "a.test", length)
+				after := tc.after
+				if after == 0 {
+					after = a.demotion.lasted(probe{claimed: -a.demotion.until.Load()}, 0)
+				}
+
+				start := time.Now()
+				ctx, cancel := context.WithCancel(context.Background())
+				hosts, code := o.send(t, rt, ctx, http.MethodGet, "http://a.test/items")
+				if tc.cancel {
+					cancel()
+				}
+				assert.Equal(t, []string{"a.test", "b.test"}, hosts)
+				assert.Equal(t, http.StatusOK, code)
+				assert.Equal(t, 20*time.Millisecond, time.Since(start), "the copy's answer, at once")
+				verdicts := func() []Event {
+					return append(ofKind(rec.all(), EventRestore), ofKind(rec.all(), EventDemote)...)
+				}
+				assert.Empty(t, verdicts(), "no verdict yet")
+
+				time.Sleep(after - time.Since(start) - time.Nanosecond)
+				assert.Empty(t, verdicts(), "the probe still runs")
+				assert.True(t, a.demotion.standing())
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				es := verdicts()
+				require.Len(t, es, 1)
+				assert.Equal(t, tc.verdict, es[0].Kind)
+				assert.Equal(t, 1, es[0].Attempt)
+				if tc.verdict == EventDemote {
+					assert.Equal(t, int64(2), a.demotion.streak.Load(), "demoted again, the second in a row")
+					assert.Equal(t, "b.test", o.get(t, rt)[0], "last")
+				} else {
+					assert.False(t, a.demotion.standing(), "restored")
+					assert.Equal(t, "a.test", o.get(t, rt)[0], "first again")
+				}
+				cancel()
+			})
+		})
+	}
+}
+
+// answerAfter answers 200 after d, unless the attempt ends first.
+func answerAfter(d time.Duration) mode {
+	return func(r *http.Request) (*http.Response, error) {
+		select {
+		case <-time.After(d):
+			return respond(http.StatusOK)(r)
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+}
+
+// failAfter answers 503 after d, unless the attempt ends first.
+func failAfter(d time.Duration) mode {
+	return func(r *http.Request) (*http.Response, error) {
+		select {
+		case <-time.After(d):
+			return respond(http.StatusServiceUnavailable)(r)
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+}
+
+// demotedLongAgo demotes host in budgets as a failure length ago would
+// have, for a demotion of For length (drawn in [length/2, length]), so
+// that it has expired with its probe free, and a probe of it is bounded
+// by that length.
+func demotedLongAgo(t *testing.T, budgets *Budgets, host string, length time.Duration) *originRecord {
+	t.Helper()
+	r := budgets.record(host)
+	demoted, _ := r.demotion.failed(time.Now().Add(-length), probe{}, Demote{After: 1, For: length}.resolve(), nil)
+	require.True(t, demoted)
+	return r
+}
+
+// An observer that panics on the verdict of a probe that ran on alone has
+// no caller to reach: the panic is dropped, the probe's response is closed
+// once, and the verdict stands.
+func TestAProbeRunningOnSurvivesAPanickingObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := newOrigins()
+		var body *trackedBody
+		o.set("a.test", func(r *http.Request) (*http.Response, error) {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+			resp := fakeResponse(r, http.StatusOK, nil, "")
+			body = newTrackedBody("late")
+			resp.Body = body
+			return resp, nil
+		})
+		o.set("b.test", answerAfter(10*time.Millisecond))
+		budgets := NewBudgets()
+		rt := New(o, WithPolicy(hedgedDemotePolicy()), WithBudgets(budgets), WithObserver(func(e Event) {
+			if e.Kind == EventRestore {
+				panic("observer")
+			}
+		}))
+		a := demotedLongAgo(t, budgets, "a.test", time.Minute)
+		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.NotNil(t, body)
+		assert.Equal(t, int32(1), body.closes.Load(), "closed once")
+		assert.False(t, a.demotion.standing(), "restored")
+	})
+}

@@ -85,7 +85,8 @@ const (
 	// larger than MaxReplayBytes, reading it failed, or GetBody failed.
 	ReasonBodyNotReplayable
 	// ReasonNotRetryable: a permanent transport error, such as a certificate
-	// error or an unsupported scheme.
+	// error or an unsupported scheme, or an answer to a request that asks
+	// to switch protocols (Connection: upgrade), which is never resent.
 	ReasonNotRetryable
 	// ReasonCanceled: the request's context was canceled.
 	ReasonCanceled

@@ -112,7 +112,8 @@ func ExamplePolicy_MarshalJSON() {
 	//     "after": "0s",
 	//     "max": 0,
 	//     "quantile": 0,
-	//     "minAfter": "0s"
+	//     "minAfter": "0s",
+	//     "sameOrigin": false
 	//   },
 	//   "fallbacks": [
 	//     "https://standby.example.com"

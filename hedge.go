@@ -9,7 +9,8 @@ import (
 // Hedge sends speculative copies of a slow request, to cut the tail
 // latency that one slow replica gives every caller. Only requests that may
 // be resent and whose body can be replayed are hedged; a copy goes to the
-// next fallback origin not yet tried, if any, is charged to the retry
+// next fallback origin not yet tried, if any (with SameOrigin, to the
+// request's own origin), is charged to the retry
 // budget of the origin the request's round started at (the request it
 // copies), wherever it goes, and counts against MaxRetries, so one request
 // never costs the upstream more than 1 + MaxRetries calls (candidates +
@@ -37,6 +38,10 @@ type Hedge struct {
 	// MinAfter is the least learned delay; 0 means 1 ms. Only with
 	// Quantile.
 	MinAfter time.Duration
+	// SameOrigin sends every copy to the request's own origin, never to
+	// a fallback, so that a cold standby serves failures only; false
+	// sends a copy to the next fallback not yet tried, as a resend goes.
+	SameOrigin bool
 }
 
 const (
@@ -65,6 +70,9 @@ func (h Hedge) problems() []string {
 	if h.MinAfter != 0 && h.Quantile == 0 {
 		bad = append(bad, fmt.Sprintf("Hedge.MinAfter %v needs Hedge.Quantile", h.MinAfter))
 	}
+	if h.SameOrigin && h.After == 0 && h.Quantile == 0 {
+		bad = append(bad, "Hedge.SameOrigin true needs Hedge.After or Hedge.Quantile")
+	}
 	return bad
 }
 
@@ -77,9 +85,10 @@ func (h Hedge) copies() int {
 }
 
 // hedges reports whether this request's attempts are hedged: the policy
-// asks for it, a resend is safe, and every copy can have its own body.
+// asks for it, a resend is safe, every copy can have its own body, and
+// the request does not ask to switch protocols.
 func (c *call) hedges() bool {
-	return c.p.hedge.copies() > 0 && c.resendable && c.replayable()
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
 }
 
 // replayable reports whether every further attempt can have its own body.
@@ -150,7 +159,7 @@ func (h *hedgedRound) run(n int, tg *target, body io.ReadCloser) outcome {
 }
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
-	a, r := h.c.newAttempt(n, tg, body)
+	a, r := h.c.newAttempt(n, tg, body, tg.probe.claimed != 0 && !h.probing(tg))
 	if h.c.p.hedge.Quantile > 0 {
 		a.start = time.Now() // before the goroutine, which reads it
 	}
@@ -162,6 +171,17 @@ func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 		resp, err := h.c.do(a, r)
 		h.outcomes <- outcome{a: a, resp: resp, err: err}
 	}()
+}
+
+// probing reports whether an attempt of the round still in flight
+// probes tg: a later copy to tg is no probe of its own.
+func (h *hedgedRound) probing(tg *target) bool {
+	for _, a := range h.inflight {
+		if a.tg == tg && a.probes && !a.received {
+			return true
+		}
+	}
+	return false
 }
 
 // receive judges one outcome; it reports whether that outcome won, in
@@ -313,12 +333,14 @@ func (h *hedgedRound) learn(o outcome) {
 	case o.failure && o.a.fired.Load() && !o.a.byDeadline:
 		// A timeout RetryIf declines is an error like any other it
 		// declines: not recorded (point 17).
-		o.a.tg.rec.learn(c.p.perTry, q)
+		o.a.tg.rec.learn(o.a.timeout, q)
 	}
 }
 
 // cancelLosers cancels every attempt but the winner and waits for the
-// pending ones to come back, discarding what they bring.
+// pending ones to come back, discarding what they bring, but for a probe
+// of another origin than the winner's: it runs on to its own verdict
+// (DESIGN point 23, see settleProbes), unless the caller ended first.
 //
 // The round's first attempt, overtaken by a copy, is a censored sample:
 // its time was at least the round's delay. Without it the estimate would
@@ -327,17 +349,29 @@ func (h *hedgedRound) learn(o outcome) {
 // delay, and would raise a dead origin's delay one bucket for every
 // estimate, until no copy went at all. Overtaken by a copy to another
 // origin, it is a failure of its own origin's (see tellOvertaken), told
-// last, once nothing of the round is left to release. One the caller
-// ended was not overtaken, even if a copy's answer came after. It is safe
-// to call again after a panic.
+// last, once nothing of the round is left to release; a probe is not,
+// since it gets its own verdict. One the caller ended was not overtaken,
+// even if a copy's answer came after. It is safe to call again after a
+// panic.
 func (h *hedgedRound) cancelLosers(winner *attempt) {
 	first, q := h.inflight[0], h.c.p.hedge.Quantile
-	overtaken := winner != nil && winner != first && !first.received && h.c.req.Context().Err() == nil
+	live := winner != nil && h.c.req.Context().Err() == nil
+	overtaken := live && winner != first && !first.received
 	if q > 0 && overtaken {
 		first.tg.rec.learn(max(h.after-1, 0), q)
 	}
+	alone := 0
 	for _, a := range h.inflight {
-		if a != winner {
+		switch {
+		case a == winner || a.received || a.alone != nil:
+		case live && a.probes && a.tg != winner.tg && a.detach():
+			// The claim goes with the attempt: the request lets go of its
+			// candidates when it returns.
+			tg := *a.tg
+			a.alone = &tg
+			a.tg.probe = probe{}
+			alone++
+		default:
 			a.end()
 		}
 	}
@@ -345,11 +379,55 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 		h.kept.a.discard(h.kept.resp)
 		h.kept = outcome{}
 	}
-	for ; h.pending > 0; h.pending-- {
+	var back []outcome // probes that came back while the others were awaited
+	for h.pending > alone-len(back) {
 		o := <-h.outcomes
+		h.pending--
+		if o.a.alone != nil {
+			back = append(back, o)
+			continue
+		}
 		o.a.discard(o.resp)
 	}
-	if overtaken && winner.tg != first.tg {
+	if alone > 0 {
+		// The probes outlive the request: its call must not be reused.
+		h.c.lent = true
+		go h.c.settleProbes(back, h.outcomes, h.pending)
+		h.pending = 0
+	}
+	if overtaken && winner.tg != first.tg && first.alone == nil {
 		h.c.tellOvertaken(first, time.Now())
 	}
+}
+
+// settleProbes settles the probes that ran on after their round was won:
+// the outcomes in back, then n more from outcomes, each bounded by its
+// attempt's timer. It runs after the request has returned, so a callback
+// that panics (RetryIf, an observer) has no caller to reach: its panic is
+// dropped once the probe is released, rather than crash the program.
+func (c *call) settleProbes(back []outcome, outcomes <-chan outcome, n int) {
+	for _, o := range back {
+		c.settleProbe(o)
+	}
+	for range n {
+		c.settleProbe(<-outcomes)
+	}
+}
+
+// settleProbe judges the outcome of a probe that ran on alone and applies
+// its verdict to its origin: an answer restores it, a failure (the bound
+// cutting it included) demotes it again. Its response is drained and
+// closed, and its claim given back if no verdict took it.
+func (c *call) settleProbe(o outcome) {
+	tg := o.a.alone
+	defer func() {
+		_ = recover() // see settleProbes
+		tg.rec.demotion.release(tg.probe)
+	}()
+	// A RetryIf that panics leaves the response closed.
+	o = c.judge(o.a, o.resp, o.err, time.Now())
+	o.a.discard(o.resp)
+	v := o.verdict()
+	v.alone = true
+	c.applyTo(tg, v)
 }

@@ -325,6 +325,7 @@ func TestHedgeValidation(t *testing.T) {
 		{Hedge{After: ms(10), Max: -1}, "Hedge.Max -1 is outside 0..16"},
 		{Hedge{After: ms(10), Max: 17}, "Hedge.Max 17 is outside 0..16"},
 		{Hedge{Max: 2}, "Hedge.Max 2 needs Hedge.After"},
+		{Hedge{SameOrigin: true}, "Hedge.SameOrigin true needs Hedge.After or Hedge.Quantile"},
 	} {
 		err := Policy{MaxRetries: 1, Hedge: tc.hedge}.Validate()
 		assert.ErrorContains(t, err, tc.want)
@@ -526,4 +527,155 @@ func TestGiveUpErrorCountsEveryAttemptSent(t *testing.T) {
 		assert.EqualError(t, err, "httpretry: exhausted after 2 attempt(s): read: connection reset by peer")
 		assert.EqualValues(t, 2, base.n.Load())
 	})
+}
+
+// With Hedge.SameOrigin a copy stays at the request's own origin, over
+// loopback: a slow first answer gets its copy there, never at the
+// fallback, which serves only the request that failed at home.
+func TestHedgeSameOriginKeepsCopiesHome(t *testing.T) {
+	primary := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch n {
+		case 1: // slow: the copy must come here
+			<-r.Context().Done()
+			return
+		case 3: // failing: the fallback takes it
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "primary")
+	})
+	standby := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		io.WriteString(w, "standby")
+	})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	p := hedgePolicy(20*time.Millisecond, 1, 2)
+	p.Hedge.SameOrigin = true
+	p.Fallbacks = []string{standby.URL}
+	var rec recorder
+	rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+	get := func() string {
+		req, _ := http.NewRequest(http.MethodGet, primary.URL+"/", nil)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		return readAll(t, resp)
+	}
+
+	assert.Equal(t, "primary", get(), "the copy's answer, from home")
+	assert.Equal(t, int64(2), primary.calls.Load())
+	assert.Zero(t, standby.calls.Load(), "no copy went to the fallback")
+	require.Equal(t, []EventKind{EventHedge}, rec.kinds())
+	assert.Equal(t, "http://"+hostOf(primary.URL), rec.all()[0].Origin)
+
+	assert.Equal(t, "standby", get(), "a failure still goes to the fallback")
+	assert.Equal(t, int64(3), primary.calls.Load())
+	assert.Equal(t, int64(1), standby.calls.Load())
+}
+
+// Hedge.SameOrigin reads and writes its JSON as "sameOrigin".
+func TestHedgeSameOriginJSON(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"default": {"maxRetries": 2, "hedge": {"after": "20ms", "sameOrigin": true}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Hedge{After: 20 * time.Millisecond, SameOrigin: true}, c.Default.Hedge)
+	assert.Contains(t, nestedJSON(t, c.Default, "hedge"), `"sameOrigin":true`)
+	_, err = ParseConfig([]byte(`{"default": {"maxRetries": 2, "hedge": {"sameOrigin": true}}}`))
+	assert.ErrorContains(t, err, "default.hedge.sameOrigin: true needs Hedge.After or Hedge.Quantile")
+}
+
+// An Upgrade request (Connection: upgrade with an Upgrade header) is never
+// hedged (DESIGN point 21), over loopback: a handshake slower than the
+// hedge delay gets no copy, and its 101 comes back untouched.
+func TestAnUpgradeRequestIsNeverHedged(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		time.Sleep(100 * time.Millisecond) // five hedge delays
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\nhello")
+		rw.Flush()
+	})
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	var rec recorder
+	rt := New(base, WithPolicy(hedgePolicy(20*time.Millisecond, 2, 3)), WithObserver(rec.observe))
+	req, _ := http.NewRequest(http.MethodGet, up.URL+"/ws", nil)
+	req.Header.Set("Connection", "keep-alive, Upgrade")
+	req.Header.Set("Upgrade", "test")
+	resp, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	_, ok := resp.Body.(io.ReadWriteCloser)
+	assert.True(t, ok, "the upgraded connection, untouched")
+	assert.Equal(t, "hello", readAll(t, resp))
+	assert.Equal(t, int64(1), up.calls.Load(), "no copy")
+	assert.Empty(t, rec.all())
+}
+
+// An Upgrade request may be resent only when its attempt got no response:
+// an answer, a retryable one too, is returned as it is.
+func TestAnUpgradeRequestIsResentOnlyWithoutAResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		first   func(r *http.Request) (*http.Response, error)
+		calls   int
+		status  int
+		giveUps []Reason
+	}{
+		{"503: returned", func(r *http.Request) (*http.Response, error) {
+			return fakeResponse(r, http.StatusServiceUnavailable, nil, "busy"), nil
+		}, 1, http.StatusServiceUnavailable, []Reason{ReasonNotRetryable}},
+		{"refused: resent", func(*http.Request) (*http.Response, error) { return nil, errRefused }, 2, http.StatusSwitchingProtocols, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if calls.Add(1) == 1 {
+					return tc.first(r)
+				}
+				return &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			})
+			var rec recorder
+			p := hedgePolicy(20*time.Millisecond, 1, 2)
+			p.Fallbacks = []string{"http://b.test"}
+			rt := New(base, WithPolicy(p), WithObserver(rec.observe))
+			req, _ := http.NewRequest(http.MethodGet, "http://a.test/ws", nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+			resp, err := rt.RoundTrip(req)
+			require.NoError(t, err)
+			assert.Equal(t, tc.status, resp.StatusCode)
+			resp.Body.Close()
+			assert.Equal(t, tc.calls, int(calls.Load()))
+			var giveUps []Reason
+			for _, e := range ofKind(rec.all(), EventGiveUp) {
+				giveUps = append(giveUps, e.Reason)
+			}
+			assert.Equal(t, tc.giveUps, giveUps)
+		})
+	}
+}
+
+func TestUpgrades(t *testing.T) {
+	for _, tc := range []struct {
+		connection, upgrade []string
+		want                bool
+	}{
+		{[]string{"Upgrade"}, []string{"websocket"}, true},
+		{[]string{"keep-alive, upgrade"}, []string{"h2c"}, true},
+		{[]string{"keep-alive", " UPGRADE "}, []string{"websocket"}, true},
+		{[]string{"Upgrade"}, nil, false},
+		{nil, []string{"websocket"}, false},
+		{[]string{"upgrades, keep-alive"}, []string{"websocket"}, false},
+	} {
+		req := &http.Request{Header: http.Header{}}
+		if tc.connection != nil {
+			req.Header["Connection"] = tc.connection
+		}
+		if tc.upgrade != nil {
+			req.Header["Upgrade"] = tc.upgrade
+		}
+		assert.Equal(t, tc.want, upgrades(req), "Connection %q, Upgrade %q", tc.connection, tc.upgrade)
+	}
 }

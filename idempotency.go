@@ -74,3 +74,24 @@ func newIdempotencyKey() string {
 	hex.Encode(s[24:], u[10:])
 	return string(s[:])
 }
+
+// upgrades reports whether req asks to switch protocols: a Connection
+// header with the token "upgrade" and an Upgrade header (RFC 9110 §7.8).
+// Its connection becomes the caller's, so it is never hedged, and an
+// answer to it is returned, never resent (DESIGN point 21); an attempt
+// that got no response may be resent like any request's.
+func upgrades(req *http.Request) bool {
+	if len(req.Header["Upgrade"]) == 0 {
+		return false
+	}
+	for _, v := range req.Header["Connection"] {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -360,7 +360,7 @@ func closeBody(b io.ReadCloser) {
 // since the loop must honour the strongest instruction the upstream gave.
 func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	if !c.hedged {
-		a, r := c.newAttempt(n, tg, body)
+		a, r := c.newAttempt(n, tg, body, false)
 		c.sent = n
 		resp, err := c.do(a, r)
 		return c.judge(a, resp, err, c.clock(resp))

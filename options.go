@@ -51,7 +51,9 @@ func WithBudgets(b *Budgets) Option {
 // WithObserver adds fn to the functions told of every retry, hedge,
 // fallback, give-up, demotion and restore (see EventKind). They are called
 // synchronously on the request's goroutine, in the order given, with no lock
-// held: they must be cheap and safe for concurrent use. A nil fn is ignored.
+// held: they must be cheap and safe for concurrent use. A probe's verdict
+// that comes after RoundTrip returned is told on the probe's own
+// goroutine, where a panic is recovered and dropped. A nil fn is ignored.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
 		if fn != nil {

@@ -61,7 +61,8 @@ func (c *BudgetConfig) jsonFields() []jsonField {
 }
 
 func (h *Hedge) jsonFields() []jsonField {
-	return []jsonField{{"after", &h.After}, {"max", &h.Max}, {"quantile", &h.Quantile}, {"minAfter", &h.MinAfter}}
+	return []jsonField{{"after", &h.After}, {"max", &h.Max}, {"quantile", &h.Quantile}, {"minAfter", &h.MinAfter},
+		{"sameOrigin", &h.SameOrigin}}
 }
 
 // MarshalJSON writes every field of p but RetryIf, so that the text read

@@ -58,7 +58,7 @@ func TestPolicyMarshalJSON(t *testing.T) {
 		`"perTryTimeout":"0s","deadline":"0s","maxRetryAfter":"30s","maxReplayBytes":1048576,`+
 		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
 		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false},`+
-		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s"},"fallbacks":null,`+
+		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s","sameOrigin":false},"fallbacks":null,`+
 		`"demote":{"after":5,"for":"0s","max":"0s"},"resume":{"max":3,"idle":"0s","minBytes":0}}`, string(data))
 
 	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})
@@ -230,7 +230,7 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 	assert.EqualError(t, json.Unmarshal([]byte(`{"budget": {"min": 1}}`), &p), "httpretry: policy: budget.min: unknown field")
 	assert.Equal(t, want, p.Budget, "unchanged on error")
 
-	assert.Equal(t, `{"after":"30ms","max":2,"quantile":0,"minAfter":"0s"}`,
+	assert.Equal(t, `{"after":"30ms","max":2,"quantile":0,"minAfter":"0s","sameOrigin":false}`,
 		nestedJSON(t, Policy{Hedge: Hedge{After: 30 * time.Millisecond, Max: 2}}, "hedge"))
 	p = Policy{Hedge: Hedge{Max: 2}}
 	require.NoError(t, json.Unmarshal([]byte(`{"hedge": {"after": "1s"}}`), &p))
@@ -266,7 +266,7 @@ func TestLearnedHedgeJSON(t *testing.T) {
 	h := Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.95, MinAfter: 2 * time.Millisecond}
 	data, err := json.Marshal(Policy{Hedge: h})
 	require.NoError(t, err)
-	assert.Equal(t, `{"after":"50ms","max":1,"quantile":0.95,"minAfter":"2ms"}`, nestedJSON(t, Policy{Hedge: h}, "hedge"))
+	assert.Equal(t, `{"after":"50ms","max":1,"quantile":0.95,"minAfter":"2ms","sameOrigin":false}`, nestedJSON(t, Policy{Hedge: h}, "hedge"))
 	var got Policy
 	require.NoError(t, json.Unmarshal(data, &got))
 	assert.Equal(t, h, got.Hedge)

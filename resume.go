@@ -402,7 +402,7 @@ func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
 	n := b.sent + b.resumes
 	b.last = n
 	c.header = b.rangeHeader()
-	a, r := c.newAttempt(n, tg, http.NoBody)
+	a, r := c.newAttempt(n, tg, http.NoBody, false)
 	c.sent = n
 	resp, err := c.do(a, r)
 	if err != nil {

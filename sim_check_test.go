@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,8 +77,28 @@ func (sr *simReq) possiblyCut(a *simAttempt) bool {
 	return false
 }
 
+// asReturned is sr as RoundTrip left it, to check while a probe may still
+// run on alone (point 23): an attempt the base has not returned from shows
+// what it was sent with, and later events are not seen.
+func (run *simRun) asReturned(sr *simReq) *simReq {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	v := *sr
+	v.events = slices.Clone(sr.events)
+	v.attempts = make([]*simAttempt, len(sr.attempts))
+	for i, a := range sr.attempts {
+		if !a.back {
+			a = &simAttempt{req: a.req, seq: a.seq, n: a.n, origin: a.origin, url: a.url, start: a.start,
+				header: a.header, method: a.method, hadBody: a.hadBody}
+		}
+		v.attempts[i] = a
+	}
+	return &v
+}
+
 // checkReturn checks what RoundTrip did, as soon as it returned.
 func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
+	sr = run.asReturned(sr)
 	if sr.panicVal != nil {
 		if _, ok := sr.panicVal.(simPanic); !ok {
 			run.violate(sr, "no-panic", "RoundTrip panicked: %v", sr.panicVal)
@@ -119,7 +140,7 @@ func (run *simRun) checkReturn(sr *simReq, resp *http.Response) {
 		run.mu.Lock()
 		b := run.bodies[sr.respBody]
 		run.mu.Unlock()
-		if b.att.req != sr {
+		if b.att.req.id() != sr.id() {
 			run.violate(sr, "response-own", "the response returned is body %d of request %d", b.id, b.att.req.id())
 		} else if b.att.status != resp.StatusCode {
 			run.violate(sr, "response-own", "status %d returned, the attempt got %d", resp.StatusCode, b.att.status)
@@ -449,6 +470,8 @@ func (run *simRun) checkEnd() {
 		}
 		run.checkUploads(sr)
 		run.checkHedgeEvents(sr)
+		run.checkCopiesHome(sr)
+		run.checkUpgrade(sr)
 		run.checkDemoteOff(sr)
 		if sr.respBody >= 0 && sr.plan.readResp && sr.panicVal == nil {
 			if b := run.bodies[sr.respBody]; b.obj != nil && run.resumable(sr, b.att) != "" {
@@ -774,6 +797,92 @@ func (run *simRun) checkHedgeEvents(sr *simReq) {
 	}
 }
 
+// checkCopiesHome: under Hedge.SameOrigin no copy goes to a fallback,
+// only to the request's own origin (point 23).
+func (run *simRun) checkCopiesHome(sr *simReq) {
+	if run.cfg.nested || !sr.pol.Hedge.SameOrigin {
+		return
+	}
+	run.tally["requests under SameOrigin"]++
+	for _, a := range sr.attempts {
+		if k, _ := sr.announcement(a.n); k == httpretry.EventHedge && a.origin != sr.own {
+			run.violate(sr, "copies-home", "copy %d went to %s under SameOrigin, not %s", a.n, a.origin.url,
+				sr.own.url)
+		}
+	}
+}
+
+// checkUpgrade: a request that asks to switch protocols is never hedged:
+// no copy is sent, nor even due; and it is resent only when its attempt
+// got no response (point 21).
+func (run *simRun) checkUpgrade(sr *simReq) {
+	if !sr.plan.upgrade {
+		return
+	}
+	run.tally["upgrade requests"]++
+	for _, e := range sr.events {
+		if e.Kind == httpretry.EventHedge {
+			run.violate(sr, "upgrade-not-hedged", "an Upgrade request has a hedge event (attempt %d, reason %s)",
+				e.Attempt, e.Reason)
+		}
+	}
+	for _, a := range sr.attempts {
+		if a.resp == nil || sr.possiblyCut(a) {
+			continue
+		}
+		for _, b := range sr.attempts {
+			if b.n > a.n {
+				run.violate(sr, "upgrade-answer-final", "attempt %d of an Upgrade request got %d, attempt %d followed",
+					a.n, a.status, b.n)
+			}
+		}
+	}
+}
+
+// checkProbeCold: the primary's first answer after its outage, slow on a
+// cold connection, is its probe's verdict: an EventRestore of that
+// attempt once it answers, and no demotion of the primary from then on,
+// whatever copy overtook it.
+func (run *simRun) checkProbeCold() {
+	primary := run.cfg.origins[0]
+	var cold *simAttempt
+	for _, sr := range run.reqs[coldFrom:] {
+		for _, a := range sr.attempts {
+			if a.origin == primary && (cold == nil || a.start.Before(cold.start)) {
+				cold = a
+			}
+		}
+	}
+	if cold == nil {
+		run.violate(nil, "probe-own-verdict", "no request probed the primary after its outage")
+		return
+	}
+	restored := false
+	for _, sr := range run.reqs {
+		for _, e := range sr.events {
+			switch {
+			case e.Origin != primary.url:
+			case e.Kind == httpretry.EventDemote && !e.at.Before(cold.start):
+				run.violate(sr, "probe-own-verdict", "the primary, answering since %v, was demoted at %v "+
+					"(attempt %d, %v)", cold.start.Sub(run.t0), e.at.Sub(run.t0), e.Attempt, e.Err)
+			case e.Kind == httpretry.EventRestore && sr == cold.req && e.Attempt == cold.n:
+				restored = true
+				if !e.at.Equal(cold.settled) {
+					run.violate(sr, "probe-own-verdict", "the probe answered at %v, restored at %v",
+						cold.settled.Sub(run.t0), e.at.Sub(run.t0))
+				}
+			}
+		}
+	}
+	if !restored {
+		run.violate(cold.req, "probe-own-verdict", "the probe (attempt %d, %s) answered and did not restore the primary",
+			cold.n, cold.beh)
+	}
+	if overtaken := cold.req.respBody >= 0 && run.bodies[cold.req.respBody].att.origin != primary; overtaken {
+		run.tally["cold probes overtaken"]++
+	}
+}
+
 // checkDemoteOff: a policy whose Demote.After is negative demotes no
 // origin, whatever For and Max hold (point 20).
 func (run *simRun) checkDemoteOff(sr *simReq) {
@@ -854,7 +963,7 @@ func (run *simRun) checkBudgets() {
 		var reqs []*simReq
 		for _, sr := range run.reqs {
 			if run.regOf[sr.tr] == ri {
-				reqs = append(reqs, sr)
+				reqs = append(reqs, run.asReturned(sr)) // a probe may still run on
 			}
 		}
 		retries, drawn := 0, 0
@@ -1046,6 +1155,8 @@ func (run *simRun) checkScenario() {
 				break
 			}
 		}
+	case "probe-cold":
+		run.checkProbeCold()
 	case "demote-return":
 		restored := false
 		for _, sr := range run.reqs {

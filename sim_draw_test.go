@@ -79,6 +79,9 @@ type reqPlan struct {
 	// closeOnResume, when not negative, is how long after the first
 	// EventResume the caller closes the body from another goroutine.
 	closeOnResume time.Duration
+	// upgrade makes a GET ask to switch protocols (Connection: upgrade,
+	// Upgrade: sim): never hedged, never resent after an answer.
+	upgrade bool
 }
 
 // originURLs are the run's upstreams; https ones make a request to them
@@ -225,6 +228,9 @@ func drawPolicy(r *rand.Rand, budget httpretry.BudgetConfig) httpretry.Policy {
 		p.Hedge = httpretry.Hedge{Quantile: pick(r, 0.5, 0.9, 0.95, 0.99), After: pick(r, 0, 20*time.Millisecond),
 			Max: 1 + r.IntN(3), MinAfter: pick(r, 0, time.Millisecond)}
 	}
+	if p.Hedge != (httpretry.Hedge{}) {
+		p.Hedge.SameOrigin = r.IntN(3) == 0 // copies stay home (point 23)
+	}
 	for k := r.IntN(4); k > 0; k-- {
 		p.Fallbacks = append(p.Fallbacks, originURLs[r.IntN(len(originURLs))].url)
 	}
@@ -330,6 +336,7 @@ func drawRequest(r *rand.Rand, pol httpretry.Policy) reqPlan {
 	if q.method == "GET" && r.IntN(3) != 0 {
 		drawObject(r, &q, minBytes(pol.Resume))
 	}
+	q.upgrade = q.method == "GET" && !q.object && r.IntN(6) == 0
 	return q
 }
 

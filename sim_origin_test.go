@@ -292,6 +292,9 @@ type simAttempt struct {
 	// The response's header and Content-Length.
 	respHeader http.Header
 	respCL     int64
+	// back says the base has returned, with the fields above set; under
+	// run.mu (see asReturned).
+	back bool
 }
 
 // simBody is a response body the base made, counted as it is closed.
@@ -492,6 +495,9 @@ func (s *simBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	} else {
 		run.logf(sr, "attempt %d <- error: %v", a.n, err)
 	}
+	run.mu.Lock()
+	a.back = true
+	run.mu.Unlock()
 	return resp, err
 }
 

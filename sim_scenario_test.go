@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/httpretry/httpretry"
@@ -18,6 +19,8 @@ const (
 	blackHoleTail  = 80 // blackhole-demote: the last requests, which the primary must no longer hold up
 	blackHoleAfter = 2  // blackhole-demote: demoted within blackHoleAfter×Demote.After requests
 	demoteOutage   = 2 * time.Second
+	coldFrom       = 50                                          // probe-cold: the first request the primary answers
+	coldDelay      = 300*time.Millisecond + 137*time.Microsecond // probe-cold: its first answer after the outage
 )
 
 func healthyOrigins() []*simOrigin {
@@ -97,6 +100,37 @@ func drawDemoteReturn(seed uint64) *runConfig {
 		{weights: weights(map[behaviour]int{bOK: 1})}}
 	cfg.policies = []httpretry.Policy{{MaxRetries: 1, Fallbacks: []string{cfg.origins[1].url},
 		Demote: httpretry.Demote{After: 1 + r.IntN(4), For: time.Second, Max: 5 * time.Second}}}
+	cfg.clients = []clientPlan{{reqs: getPlans(300, time.Second, 40*time.Millisecond)}}
+	return cfg
+}
+
+// drawProbeCold: the primary refuses connections until request coldFrom,
+// then answers, its first answer slow (a cold connection: coldDelay, far
+// past the hedge delay) and the others at once, beside a warm standby.
+// The probe that meets the cold connection is overtaken by a copy on the
+// standby; it must run on to its answer and restore the primary, never
+// demote it again (point 23).
+func drawProbeCold(seed uint64) *runConfig {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	cfg := &runConfig{scenario: "probe-cold", origins: healthyOrigins()}
+	primary := cfg.origins[0]
+	primary.slowDelay = coldDelay
+	var warm atomic.Bool
+	primary.script = func(sr *simReq, _ int) behaviour {
+		switch {
+		case sr.idx < coldFrom:
+			return bRefuse
+		case !warm.Swap(true):
+			return bSlow
+		}
+		return bOK
+	}
+	cfg.policies = []httpretry.Policy{{MaxRetries: 2, Hedge: httpretry.Hedge{After: 20 * time.Millisecond},
+		Fallbacks: []string{cfg.origins[1].url},
+		Demote:    httpretry.Demote{After: 1 + r.IntN(3), For: time.Second, Max: 5 * time.Second}}}
+	if r.IntN(2) == 0 {
+		cfg.policies[0].PerTryTimeout = time.Second // the probe's bound; without it, the demotion's length
+	}
 	cfg.clients = []clientPlan{{reqs: getPlans(300, time.Second, 40*time.Millisecond)}}
 	return cfg
 }

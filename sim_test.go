@@ -33,7 +33,8 @@ import (
 // budget; RetryOn (with a status that is no failure now and then);
 // PerTryTimeout, Deadline, MaxRetryAfter, MaxReplayBytes; budgets
 // default, strict, tiny or disabled, shared by two transports or not;
-// hedging off, fixed or learned with Max 1-3; 0-3 fallbacks in the policy
+// hedging off, fixed or learned with Max 1-3, its copies kept at the
+// request's own origin (SameOrigin) or not; 0-3 fallbacks in the policy
 // and per request; demotion by default (a zero Demote), set or turned off
 // (After -1); RetryIf; AutoIdempotencyKey; WithIdempotent; httpretry
 // inside httpretry; observers that panic or sleep on some kinds; every
@@ -44,7 +45,8 @@ import (
 // and after the body, slow and black-holed attempts, early answers to an
 // upload still going on, bodies cut mid-stream. Requests
 // come from several goroutines: GET, HEAD, PUT, DELETE, keyed and unkeyed
-// POST and PATCH, bodies with and without GetBody around MaxReplayBytes,
+// POST and PATCH, GETs that ask to switch protocols (Connection:
+// upgrade), bodies with and without GetBody around MaxReplayBytes,
 // callers that cancel. Resumable bodies (point 21): Resume zero, Max
 // 1-3 or off, with or without Idle, MinBytes small or the default; GETs
 // of objects around MinBytes with a strong, weak, date-only or no
@@ -61,7 +63,9 @@ import (
 // an EventResume) or cancel. Three liveness scenarios run on fixed seeds
 // (sim_scenario_test.go): hedging beside a fallback over five budget
 // windows, a primary that black-holes once its hedge delay is learned,
-// and a demoted primary that comes back.
+// a demoted primary that comes back, and one that comes back on a cold
+// connection, its probe slower than the hedge delay beside a warm
+// standby.
 //
 // Runs are exact in virtual time, but not every draw is the seed's: the
 // jittered waits and demotion lengths come from the package's shared
@@ -375,6 +379,8 @@ func newRun(seed uint64) *simRun {
 		run.cfg = drawBlackHoleDemote(seed)
 	case 135:
 		run.cfg = drawDemoteReturn(seed)
+	case 199:
+		run.cfg = drawProbeCold(seed)
 	default:
 		run.cfg = drawMixed(seed)
 	}
@@ -460,6 +466,10 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 	req.Header.Set("Accept", "text/plain")
 	if q.keyed {
 		req.Header.Set("Idempotency-Key", "key-"+strconv.Itoa(sr.idx))
+	}
+	if q.upgrade {
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "sim")
 	}
 	if q.hasBody {
 		if q.knownLen {
@@ -619,6 +629,9 @@ func reqNotes(sr *simReq) string {
 	}
 	if q.cancelAfter > 0 {
 		s = append(s, fmt.Sprintf("cancel after %v", q.cancelAfter))
+	}
+	if q.upgrade {
+		s = append(s, "upgrade")
 	}
 	if len(s) == 0 {
 		return ""

@@ -54,6 +54,9 @@ type verdict struct {
 	err       error
 	failure   bool
 	cut       bool // the policy's Deadline cut the attempt: no verdict
+	// alone says the attempt was a probe that ran on after its request
+	// returned: the caller's context no longer bears on it.
+	alone bool
 	retryAfterAt
 }
 
@@ -93,11 +96,12 @@ func (tg *target) noteRetryAfter(v *retryAfterAt, maxRetryAfter time.Duration) {
 // tell tells tg's origin what v says of it: a failure counts toward its
 // demotion (a failed probe demotes it again), an answer resets the count
 // and restores a demoted origin. A 429 is an answer that restores nothing.
-// No verdict: the caller's context ended, the policy's Deadline cut the
-// attempt, or RetryIf declined an error. A Retry-After keeps an origin
-// already demoted demoted until then (at most MaxRetryAfter).
+// No verdict: the caller's context ended (unless the probe ran on alone),
+// the policy's Deadline cut the attempt, or RetryIf declined an error. A
+// Retry-After keeps an origin already demoted demoted until then (at most
+// MaxRetryAfter).
 func (r *route) tell(tg *target, v *verdict) {
-	if r.req.Context().Err() != nil || v.cut {
+	if v.cut || !v.alone && r.req.Context().Err() != nil {
 		return
 	}
 	s := &tg.rec.demotion
