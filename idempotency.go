@@ -78,8 +78,8 @@ func newIdempotencyKey() string {
 // upgrades reports whether req asks to switch protocols: a Connection
 // header with the token "upgrade" and an Upgrade header (RFC 9110 §7.8).
 // Its connection becomes the caller's, so it is never hedged, and an
-// answer to it is returned, never resent (DESIGN point 21); an attempt
-// that got no response may be resent like any request's.
+// answer to it is returned, never resent or resumed (DESIGN point 21);
+// an attempt that got no response may be resent like any request's.
 func upgrades(req *http.Request) bool {
 	if len(req.Header["Upgrade"]) == 0 {
 		return false

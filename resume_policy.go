@@ -114,7 +114,7 @@ type resumeAt struct {
 func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
 	maxRetries int) (resumeAt, bool) {
 	if p.resume.max == 0 || maxRetries <= 0 || req.Method != http.MethodGet && req.Method != "" ||
-		hasBody(req) || resp.Body == nil || resp.Body == http.NoBody || resp.Uncompressed || isUpgrade(req) {
+		hasBody(req) || resp.Body == nil || resp.Body == http.NoBody || resp.Uncompressed || upgrades(req) {
 		return resumeAt{}, false
 	}
 	var at resumeAt
@@ -149,24 +149,6 @@ func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
 		return resumeAt{}, false
 	}
 	return at, true
-}
-
-// isUpgrade reports whether req asks to switch protocols (Connection:
-// upgrade with an Upgrade header): its answer, even one that declines,
-// belongs to the exchange the caller began, which a resume request does
-// not repeat.
-func isUpgrade(req *http.Request) bool {
-	if len(req.Header["Upgrade"]) == 0 {
-		return false
-	}
-	for _, v := range req.Header["Connection"] {
-		for tok := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // strongValidator returns the validator a resume request pins its range
