@@ -33,8 +33,9 @@ type Config struct {
 // default policy and "maxRetries": 0 turns retrying off. A host's entry
 // starts from default: the fields it names replace default's, field by
 // field, inside budget, hedge, demote and resume too. Field names are
-// Policy's in lower camel case, matched exactly; durations are Go duration
-// strings ("250ms"), a backoff is its String form
+// Policy's in lower camel case, matched exactly. Durations are Go duration
+// strings ("250ms"); one that is not 0 as written but below 1ns ("0.5ns")
+// is invalid, never read as 0. A backoff is its String form
 // ("exponentialJitter(100ms, 2s)"), and null makes retryOn or fallbacks nil.
 //
 // Every policy is validated as New would, and every host key parsed as

@@ -75,8 +75,9 @@ func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonField
 // null leaves p as it is, and makes RetryOn or Fallbacks nil. Names are
 // matched exactly; an unknown field, a value of the wrong type, a
 // malformed duration or Backoff is an error, every one of them named in
-// it, and p is then left as it was. Values are not validated here: New and
-// ParseConfig do that.
+// it, and p is then left as it was. Values are not validated here (New and
+// ParseConfig do that), except a duration that is not 0 as written but
+// below 1ns ("0.5ns"), which would read as 0: none, or the default.
 func (p *Policy) UnmarshalJSON(data []byte) error {
 	start := DefaultPolicy()
 	start.RetryIf = p.RetryIf

@@ -2,8 +2,12 @@ package httpretry
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -356,4 +360,56 @@ func TestEditDistance(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
 	}
+}
+
+// A duration that is not 0 as written but below 1ns was read as 0, which
+// means none: "perTryTimeout": "0.5ns" set no bound at all. Every duration
+// of the schema now refuses it, under its path, in ParseConfig's default
+// and host entries and in Policy.UnmarshalJSON alike; 0 as written stays
+// 0, and a duration of 1ns or more is read as time.ParseDuration reads it.
+func TestJSONDurationBelowOneNanosecond(t *testing.T) {
+	var p Policy
+	paths := slices.Sorted(maps.Keys(durationPaths(&p)))
+	assert.Equal(t, []string{"budget.window", "deadline", "demote.for", "demote.max", "hedge.after", "hedge.minAfter",
+		"maxRetryAfter", "perTryTimeout", "resume.idle"}, paths)
+	for _, path := range paths {
+		for _, v := range []string{"0.5ns", "0.9ns", "0.0000001ms", "0.0005us", "0.0000000009s", "-0.5ns", "0.5ns0.5ns", "0.0000000000001h", "0.9999999999ns"} {
+			doc := atPath(path, strconv.Quote(v))
+			problem := fmt.Sprintf(`%q: not 0, yet below 1ns, the shortest duration`, v)
+			_, err := ParseConfig([]byte(`{"default": ` + doc + `}`))
+			assert.EqualError(t, err, "httpretry: config: default."+path+": "+problem)
+			assert.ErrorIs(t, err, ErrInvalidPolicy)
+			_, err = ParseConfig([]byte(`{"hosts": {"a.example": ` + doc + `}}`))
+			assert.EqualError(t, err, `httpretry: config: hosts["a.example"].`+path+": "+problem)
+			p := DefaultPolicy()
+			err = json.Unmarshal([]byte(doc), &p)
+			assert.EqualError(t, err, "httpretry: policy: "+path+": "+problem)
+			assert.ErrorIs(t, err, ErrInvalidPolicy)
+			assert.Equal(t, DefaultPolicy(), p, "unchanged on error")
+		}
+		for v, want := range map[string]time.Duration{
+			"0": 0, "0s": 0, "0ns": 0, "0.0s": 0, "-0s": 0, "+0ms": 0, "0h0m0.000s": 0, ".0us": 0,
+			"1ns": 1, "1.5ns": 1, "0.0000015ms": 1, "2.9ns": 2, "1.0000000001s": time.Second,
+		} {
+			p := Policy{Hedge: Hedge{Quantile: 0.9}} // so that minAfter may be set
+			require.NoError(t, json.Unmarshal([]byte(atPath(path, strconv.Quote(v))), &p), "%s %s", path, v)
+			assert.Equal(t, want, *durationPaths(&p)[path], "%s %s", path, v)
+		}
+	}
+
+	// The durations of a backoff's text too.
+	for _, b := range []string{"fixed(0.5ns)", "exponential(0.5ns, 1s)", "exponentialJitter(1ms, 0.9ns)",
+		"exponential(1ms, 1s).WithWaitBudget(0.5ns)"} {
+		_, err := ParseConfig([]byte(`{"default": {"backoff": ` + strconv.Quote(b) + `}}`))
+		require.Error(t, err, b)
+		assert.True(t, strings.HasPrefix(err.Error(), `httpretry: config: default.backoff: "`+b[:min(len(b), 39)]), err.Error())
+		assert.True(t, strings.HasSuffix(err.Error(), `ns": not 0, yet below 1ns, the shortest duration`), err.Error())
+		assert.ErrorIs(t, err, ErrInvalidPolicy, b)
+	}
+	cfg, err := ParseConfig([]byte(`{"default": {"backoff": "exponential(1ms, 1s).WithWaitBudget(0.0s)"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Exponential(time.Millisecond, time.Second).WithWaitBudget(0), cfg.Default.Backoff)
+	var b Backoff
+	assert.EqualError(t, b.UnmarshalText([]byte("fixed(0.5ns)")),
+		`httpretry: backoff "fixed(0.5ns)": "0.5ns": not 0, yet below 1ns, the shortest duration`)
 }
