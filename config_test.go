@@ -492,3 +492,39 @@ func TestParseConfigDemote(t *testing.T) {
 		`hosts["c.example"].demote: []: want an object`,
 	}, "; "), err.Error())
 }
+
+// A hedge under maxRetries 0 is refused in JSON as in Go, under the path
+// of the hedge, and reported once when a host inherits it. An entry that
+// turns resending off ("maxRetries": 0) and names no hedge turns off the
+// hedge it inherits instead: it never wrote one, and a copy is a resend.
+func TestParseConfigHedgeNeedsRetries(t *testing.T) {
+	const why = "a copy is a resend: maxRetries must be at least 1"
+	_, err := ParseConfig([]byte(`{"default": {"maxRetries": 0, "hedge": {"after": "50ms"}},
+		"hosts": {"a.example": {}, "b.example": {"maxRetries": 1}, "c.example": {"hedge": {"quantile": 0.9}}}}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: config: default.hedge: "+why, err.Error(), "b.example resends; a.example's is default's problem")
+
+	_, err = ParseConfig([]byte(`{"default": {"maxRetries": 0},
+		"hosts": {"a.example": {"hedge": {"after": "50ms"}}, "b.example": {"maxRetries": 0, "hedge": {"quantile": 0.95}}}}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: config: hosts["a.example"].hedge: `+why+`; hosts["b.example"].hedge: `+why, err.Error())
+
+	p := DefaultPolicy()
+	err = json.Unmarshal([]byte(`{"maxRetries": 0, "hedge": {"after": "50ms"}}`), &p)
+	require.NoError(t, err, "Policy.UnmarshalJSON does not validate")
+	assert.EqualError(t, p.Validate(), "httpretry: invalid policy: Hedge "+why)
+
+	_, err = ParseConfig([]byte(`{"default": {"hedge": {"after": "50ms", "max": 2}, "perTryTimeout": "1s"},
+		"hosts": {"off.example": {"maxRetries": 0}, "kept.example": {"maxRetries": 0, "hedge": null}, "one.example": {"maxRetries": 1}}}`))
+	require.Error(t, err, "a hedge named, even as null, is the entry's own")
+	assert.Equal(t, `httpretry: config: hosts["kept.example"].hedge: `+why, err.Error())
+
+	cfg, err := ParseConfig([]byte(`{"default": {"hedge": {"after": "50ms", "max": 2}, "perTryTimeout": "1s"},
+		"hosts": {"off.example": {"maxRetries": 0}, "one.example": {"maxRetries": 1}}}`))
+	require.NoError(t, err)
+	off := cfg.Default
+	off.MaxRetries, off.Hedge = 0, Hedge{}
+	assert.Equal(t, off, cfg.Hosts["off.example"], "the rest of default's stands, the time bound too")
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Max: 2}, cfg.Hosts["one.example"].Hedge)
+	New(nil, cfg.Options()...) // must not panic
+}

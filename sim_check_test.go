@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1053,6 +1054,29 @@ func (run *simRun) checkRetryOn(p httpretry.Policy) httpretry.Policy {
 		keep = []int{}
 	}
 	p.RetryOn = keep
+	return p
+}
+
+// checkHedgeRetries: a copy is a resend, so a Hedge under MaxRetries 0 is
+// refused by Validate and by ParseConfig of its JSON, under
+// "default.hedge" (point 23); p is returned without the hedge.
+func (run *simRun) checkHedgeRetries(p httpretry.Policy) httpretry.Policy {
+	if p.MaxRetries != 0 || p.Hedge == (httpretry.Hedge{}) {
+		return p
+	}
+	const why = "a copy is a resend: maxRetries must be at least 1"
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "Hedge "+why) {
+		run.violate(nil, "hedge-needs-retries", "Validate of %+v under MaxRetries 0: %v", p.Hedge, err)
+	}
+	j, err := json.Marshal(p)
+	if err == nil {
+		_, err = httpretry.ParseConfig([]byte(`{"default": ` + string(j) + `}`))
+	}
+	if err == nil || !strings.Contains(err.Error(), "default.hedge: "+why) {
+		run.violate(nil, "hedge-needs-retries", "ParseConfig of %s: %v", j, err)
+	}
+	run.tally["hedges refused under maxRetries 0"]++
+	p.Hedge = httpretry.Hedge{}
 	return p
 }
 

@@ -38,7 +38,9 @@ import (
 // (After -1); RetryIf; AutoIdempotencyKey; WithIdempotent; httpretry
 // inside httpretry; observers that panic or sleep on some kinds; every
 // policy given as its Go literal or, on half the seeds, as ParseConfig
-// reads back its JSON, the checks reading the literal. Origins change
+// reads back its JSON, the checks reading the literal; a hedge under
+// MaxRetries 0 now and then, which Validate and ParseConfig must refuse.
+// Origins change
 // over virtual time: answers, 500/502/503/504, 429, Retry-After as
 // seconds, dates, garbage or huge, refused and hung dials, resets before
 // and after the body, slow and black-holed attempts, early answers to an
@@ -214,11 +216,11 @@ func (run *simRun) build() []http.RoundTripper {
 	cfg := run.cfg
 	var rts []http.RoundTripper
 	for i := range cfg.policies {
-		cfg.policies[i] = run.checkRetryOn(cfg.policies[i])
+		cfg.policies[i] = run.checkHedgeRetries(run.checkRetryOn(cfg.policies[i]))
 	}
 	inner := cfg.inner
 	if cfg.nested {
-		cfg.inner = run.checkRetryOn(cfg.inner)
+		cfg.inner = run.checkHedgeRetries(run.checkRetryOn(cfg.inner))
 		inner = run.form(cfg.inner)
 	}
 	for i, lit := range cfg.policies {
