@@ -96,6 +96,21 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// MarshalJSON writes c as ParseConfig reads it back, every field of every
+// policy spelled out. The zero Config, which configures nothing, is null,
+// which UnmarshalJSON reads as the zero Config again: written as a policy
+// it would be read back as one that turns retrying off.
+func (c Config) MarshalJSON() ([]byte, error) {
+	if c.configuresNothing() {
+		return []byte("null"), nil
+	}
+	type fields Config // Config's fields and tags, without this method
+	return json.Marshal(fields(c))
+}
+
+// configuresNothing reports whether c is the zero Config.
+func (c Config) configuresNothing() bool { return reflect.ValueOf(c).IsZero() }
+
 // hosts decodes the host entries, each over def, whose problems, but
 // those of its lists, are defaultBad: a problem that def has too is
 // reported once, under default. A list an entry does not name is def's,
@@ -173,7 +188,7 @@ func syntaxProblem(data []byte, err error) string {
 //
 //	New(base, append(c.Options(), WithBudgets(budgets))...)
 func (c Config) Options() []Option {
-	if reflect.ValueOf(c).IsZero() {
+	if c.configuresNothing() {
 		return nil
 	}
 	opts := []Option{WithPolicy(c.Default)}

@@ -8,7 +8,10 @@ import (
 // JSON: every field of Policy but RetryIf, named in lower camel case;
 // durations as Go duration strings ("250ms"), a Backoff as its String form.
 // Decoding starts from DefaultPolicy's values, rejects unknown fields, and
-// reports every problem it finds, each under its JSON path.
+// reports every problem it finds, each under its JSON path. BudgetConfig,
+// Hedge, Demote and Resume read and write the same JSON on their own as
+// under their names in a Policy, each through its field table: a field
+// added to a struct is one line of its table.
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *float64, *bool, *string, *time.Duration, *[]int,
@@ -21,7 +24,7 @@ type jsonField struct {
 
 // jsonObject is a struct that JSON holds as an object of its fields. The
 // codec descends into a nested one through its table, so that a struct
-// inside Policy needs no JSON methods of its own.
+// inside Policy is read and written as it is on its own.
 type jsonObject interface{ jsonFields() []jsonField }
 
 func (p *Policy) jsonFields() []jsonField {
@@ -44,11 +47,19 @@ func (p *Policy) jsonFields() []jsonField {
 }
 
 func (r *Resume) jsonFields() []jsonField {
-	return []jsonField{{"max", &r.Max}, {"idle", &r.Idle}, {"minBytes", &r.MinBytes}}
+	return []jsonField{
+		{"max", &r.Max},
+		{"idle", &r.Idle},
+		{"minBytes", &r.MinBytes},
+	}
 }
 
 func (d *Demote) jsonFields() []jsonField {
-	return []jsonField{{"after", &d.After}, {"for", &d.For}, {"max", &d.Max}}
+	return []jsonField{
+		{"after", &d.After},
+		{"for", &d.For},
+		{"max", &d.Max},
+	}
 }
 
 func (c *BudgetConfig) jsonFields() []jsonField {
@@ -61,7 +72,12 @@ func (c *BudgetConfig) jsonFields() []jsonField {
 }
 
 func (h *Hedge) jsonFields() []jsonField {
-	return []jsonField{{"after", &h.After}, {"max", &h.Max}, {"quantile", &h.Quantile}, {"minAfter", &h.MinAfter}}
+	return []jsonField{
+		{"after", &h.After},
+		{"max", &h.Max},
+		{"quantile", &h.Quantile},
+		{"minAfter", &h.MinAfter},
+	}
 }
 
 // MarshalJSON writes every field of p but RetryIf, so that the text read
@@ -93,6 +109,40 @@ func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jso
 // whatever c held, and c is left as it was on an error.
 func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("budget", data, c, DefaultPolicy().Budget)
+}
+
+// MarshalJSON writes every field of h, durations as strings, as h
+// appears under "hedge" in a Policy's JSON.
+func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "hedge": a field left out takes the value of DefaultPolicy's Hedge, zero,
+// whatever h held, and h is left as it was on an error. Values are not
+// validated here: Validate of the Policy that holds h does that.
+func (h *Hedge) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge)
+}
+
+// MarshalJSON writes every field of d, durations as strings, as d
+// appears under "demote" in a Policy's JSON.
+func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "demote": a field left out takes the value of DefaultPolicy's Demote,
+// whatever d held, and d is left as it was on an error.
+func (d *Demote) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("demote", data, d, DefaultPolicy().Demote)
+}
+
+// MarshalJSON writes every field of r, Idle as a string, as r appears
+// under "resume" in a Policy's JSON.
+func (r Resume) MarshalJSON() ([]byte, error) { return marshalObject(r.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "resume": a field left out takes the value of DefaultPolicy's Resume,
+// whatever r held, and r is left as it was on an error.
+func (r *Resume) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("resume", data, r, DefaultPolicy().Resume)
 }
 
 // unmarshalObject decodes data over start and stores the result in *dst,

@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -412,4 +413,125 @@ func TestJSONDurationBelowOneNanosecond(t *testing.T) {
 	var b Backoff
 	assert.EqualError(t, b.UnmarshalText([]byte("fixed(0.5ns)")),
 		`httpretry: backoff "fixed(0.5ns)": "0.5ns": not 0, yet below 1ns, the shortest duration`)
+}
+
+// jsonAlone checks one struct of the schema on its own: v is written as it
+// is inside a Policy (inPolicy, its member there), and read back as v over
+// whatever the receiver held (over).
+func jsonAlone[T any](t *testing.T, v T, inPolicy json.RawMessage, over T) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	assert.Equal(t, string(inPolicy), string(data), "the same text alone as in a Policy")
+	got := over
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, v, got)
+}
+
+// Every struct of the JSON schema reads and writes its own JSON (DESIGN
+// point 23): alone, each writes what a Policy writes under its name and
+// reads it back, with the same defaults and errors as inside a Policy. A
+// user's config struct holding a Hedge read "after": "50ms" as an error.
+func TestJSONStructsAlone(t *testing.T) {
+	for name, p := range jsonPolicies() {
+		t.Run(name, func(t *testing.T) {
+			data, err := json.Marshal(p)
+			require.NoError(t, err)
+			var members map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &members))
+			full := jsonPolicies()["full"]
+			jsonAlone(t, p.Budget, members["budget"], full.Budget)
+			jsonAlone(t, p.Hedge, members["hedge"], full.Hedge)
+			jsonAlone(t, p.Demote, members["demote"], full.Demote)
+			jsonAlone(t, p.Resume, members["resume"], Resume{Max: -1, Idle: time.Hour, MinBytes: 7})
+
+			if p.Validate() != nil {
+				return // a Config holds valid policies only
+			}
+			cfg := Config{Default: p, Hosts: map[string]Policy{"a.example": DefaultPolicy(), "b.example:8443": p}}
+			data, err = json.Marshal(cfg)
+			require.NoError(t, err)
+			var got Config
+			require.NoError(t, json.Unmarshal(data, &got))
+			assert.Equal(t, cfg, got)
+		})
+	}
+
+	// Defaults: a field left out is DefaultPolicy's, whatever the receiver
+	// held, as inside a Policy.
+	var file struct {
+		Name   string       `json:"name"`
+		Hedge  Hedge        `json:"hedge"`
+		Demote Demote       `json:"demote"`
+		Resume Resume       `json:"resume"`
+		Budget BudgetConfig `json:"budget"`
+	}
+	file.Hedge = Hedge{Max: 2, Quantile: 0.9}
+	file.Demote = Demote{After: 9, Max: time.Minute}
+	file.Resume = Resume{Max: 7, MinBytes: 9}
+	file.Budget = BudgetConfig{Percent: 9, Disabled: true}
+	doc := `{"name": "x", "hedge": {"after": "50ms"}, "demote": {"for": "2s"}, "resume": {"idle": "1s"}, "budget": {"window": "1m"}}`
+	require.NoError(t, json.Unmarshal([]byte(doc), &file))
+	var p Policy
+	require.NoError(t, json.Unmarshal([]byte("{"+doc[strings.Index(doc, `"hedge"`):]), &p))
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond}, file.Hedge)
+	assert.Equal(t, p.Hedge, file.Hedge)
+	assert.Equal(t, Demote{After: 5, For: 2 * time.Second}, file.Demote)
+	assert.Equal(t, p.Demote, file.Demote)
+	assert.Equal(t, Resume{Max: 3, Idle: time.Second}, file.Resume)
+	assert.Equal(t, p.Resume, file.Resume)
+	assert.Equal(t, BudgetConfig{Percent: 20, MinRetries: 10, Window: time.Minute}, file.Budget)
+	assert.Equal(t, p.Budget, file.Budget)
+
+	// The zero Config configures nothing, and is written as null, which
+	// reads as the zero Config again, not as a policy that turns retrying
+	// off.
+	data, err := json.Marshal(Config{})
+	require.NoError(t, err)
+	assert.Equal(t, "null", string(data))
+	var cfg struct {
+		Retry Config `json:"retry"`
+	}
+	data, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &cfg))
+	assert.Empty(t, cfg.Retry.Options())
+
+	var embedded struct{ Hedge }
+	require.NoError(t, json.Unmarshal([]byte(`{"after": "50ms", "max": 2}`), &embedded))
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Max: 2}, embedded.Hedge)
+
+	// Errors: the same problems as inside a Policy, under the path from
+	// the struct, and the receiver left as it was.
+	for _, tt := range []struct {
+		name, doc string
+		into      func([]byte) error
+	}{
+		{"budget", `{"percent": "5", "windw": "1s", "window": "0.5ns"}`, func(d []byte) error { return json.Unmarshal(d, new(BudgetConfig)) }},
+		{"hedge", `{"after": "2s", "max": "2", "minAfter": "0.9ns"}`, func(d []byte) error { return json.Unmarshal(d, new(Hedge)) }},
+		{"demote", `{"after": "5", "for": "soon", "max": 30}`, func(d []byte) error { return json.Unmarshal(d, new(Demote)) }},
+		{"resume", `{"max": 1.5, "idle": "-0.5ns", "every": 1}`, func(d []byte) error { return json.Unmarshal(d, new(Resume)) }},
+	} {
+		alone := tt.into([]byte(tt.doc))
+		require.Error(t, alone, tt.name)
+		inPolicy := json.Unmarshal([]byte(`{"`+tt.name+`": `+tt.doc+`}`), new(Policy))
+		require.Error(t, inPolicy, tt.name)
+		problems, ok := strings.CutPrefix(alone.Error(), "httpretry: "+tt.name+": ")
+		require.True(t, ok, alone.Error())
+		var want []string
+		for _, s := range strings.Split(problems, "; ") {
+			want = append(want, tt.name+"."+s)
+		}
+		assert.Equal(t, "httpretry: policy: "+strings.Join(want, "; "), inPolicy.Error())
+		assert.Equal(t, errors.Is(inPolicy, ErrInvalidPolicy), errors.Is(alone, ErrInvalidPolicy), tt.name)
+	}
+	h := Hedge{After: time.Second}
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "2s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
+	assert.Equal(t, Hedge{After: time.Second}, h, "unchanged on error")
+	require.NoError(t, json.Unmarshal([]byte(`null`), &h))
+	assert.Equal(t, Hedge{After: time.Second}, h, "null leaves it as it is")
+	assert.EqualError(t, h.UnmarshalJSON([]byte(`{`)), "httpretry: hedge: invalid JSON")
+	d := Demote{After: -1}
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": 2, "for": "soon"}`), &d), `httpretry: demote: for: "soon": want a duration such as "250ms"`)
+	assert.Equal(t, Demote{After: -1}, d, "unchanged on error")
 }
