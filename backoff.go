@@ -308,7 +308,10 @@ func parseDurations(name, args string, n int) ([]time.Duration, error) {
 	}
 	ds := make([]time.Duration, n)
 	for i, p := range parts {
-		d, err := time.ParseDuration(strings.TrimSpace(p))
+		d, err := parseDuration(strings.TrimSpace(p))
+		if errors.Is(err, errBelowNanosecond) {
+			return nil, fmt.Errorf("%q: %w", strings.TrimSpace(p), err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a duration", strings.TrimSpace(p))
 		}

@@ -32,10 +32,13 @@ type Config struct {
 // A field left out of default takes DefaultPolicy's value, so {} is the
 // default policy and "maxRetries": 0 turns retrying off. A host's entry
 // starts from default: the fields it names replace default's, field by
-// field, inside budget, hedge, demote and resume too. Field names are
-// Policy's in lower camel case, matched exactly; durations are Go duration
-// strings ("250ms"), a backoff is its String form
-// ("exponentialJitter(100ms, 2s)"), and null makes retryOn or fallbacks nil.
+// field, inside budget, hedge, demote and resume too. An entry that names
+// "maxRetries": 0 and no hedge turns default's hedge off, a copy being a
+// resend. Field names are Policy's in lower camel case, matched exactly.
+// Durations are Go duration strings ("250ms"); one that is not 0 as
+// written but below 1ns ("0.5ns") is invalid, never read as 0. A backoff
+// is its String form ("exponentialJitter(100ms, 2s)"), and null makes
+// retryOn or fallbacks nil.
 //
 // Every policy is validated as New would, and every host key parsed as
 // WithHostPolicy would: a Config that ParseConfig returns never makes New
@@ -93,6 +96,21 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// MarshalJSON writes c as ParseConfig reads it back, every field of every
+// policy spelled out. The zero Config, which configures nothing, is null,
+// which UnmarshalJSON reads as the zero Config again: written as a policy
+// it would be read back as one that turns retrying off.
+func (c Config) MarshalJSON() ([]byte, error) {
+	if c.configuresNothing() {
+		return []byte("null"), nil
+	}
+	type fields Config // Config's fields and tags, without this method
+	return json.Marshal(fields(c))
+}
+
+// configuresNothing reports whether c is the zero Config.
+func (c Config) configuresNothing() bool { return reflect.ValueOf(c).IsZero() }
+
 // hosts decodes the host entries, each over def, whose problems, but
 // those of its lists, are defaultBad: a problem that def has too is
 // reported once, under default. A list an entry does not name is def's,
@@ -117,6 +135,12 @@ func (d *decoder) hosts(data []byte, def Policy, defaultBad []problem) map[strin
 		var named []string
 		if string(m.value) != "null" {
 			named = d.object(m.value, path, p.jsonFields())
+		}
+		if p.MaxRetries == 0 && slices.Contains(named, "maxRetries") && !slices.Contains(named, "hedge") {
+			// An entry that turns resending off turns off the hedge it
+			// inherits, a copy being a resend, rather than be refused for
+			// a field it never wrote; a hedge it names is checked.
+			p.Hedge = Hedge{}
 		}
 		own := p
 		if !slices.Contains(named, "retryOn") {
@@ -164,7 +188,7 @@ func syntaxProblem(data []byte, err error) string {
 //
 //	New(base, append(c.Options(), WithBudgets(budgets))...)
 func (c Config) Options() []Option {
-	if reflect.ValueOf(c).IsZero() {
+	if c.configuresNothing() {
 		return nil
 	}
 	opts := []Option{WithPolicy(c.Default)}

@@ -298,15 +298,22 @@ func mustURL(t *testing.T, s string) *url.URL {
 }
 
 // FuzzParseConfig checks that ParseConfig never panics, that a Config it
-// returns never makes New panic, and that it reads its own JSON back as
+// returns never makes New panic, that it never reads as 0 a duration that
+// is not 0 as written ("0.5ns"), and that it reads its own JSON back as
 // the same Config.
 func FuzzParseConfig(f *testing.F) {
+	var p Policy
+	durations := make(map[string]bool)
+	for path := range durationPaths(&p) {
+		durations[path[strings.LastIndexByte(path, '.')+1:]] = true
+	}
 	for _, doc := range []string{
 		`{}`,
 		`{"default": {"maxRetries": 2, "backoff": "fixed(1s).Unbudgeted()", "retryOn": [], "budget": {"window": "1m"}}}`,
 		`{"hosts": {"api.example.com": {"maxRetries": 1, "hedge": {"after": "10ms", "max": 2}}, "[::1]:8080": null}}`,
 		`{"default": {"fallbacks": ["https://b.example", "http://10.0.0.7:8080/"]}, "hosts": {"b.example": {"fallbacks": null}}}`,
 		`{"default": {"maxRetries": 20, "perTryTimeout": "fast"}, "hosts": {"x:abc": {}, "X:ABC": {"bogus": 1}}}`,
+		`{"default": {"perTryTimeout": "0.5ns", "resume": {"idle": "0.0s"}}, "hosts": {"a": {"deadline": "0.9ns"}}}`,
 	} {
 		f.Add([]byte(doc))
 	}
@@ -319,6 +326,10 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		New(fzConstBase{}, cfg.Options()...) // must not panic
+		var tree any
+		if err := json.Unmarshal(data, &tree); err != nil || fzHidesBelowNanosecond(tree, durations) {
+			t.Fatalf("ParseConfig(%s) read a duration below 1ns but not 0 as 0 (%v)", data, err)
+		}
 		text, err := json.Marshal(cfg)
 		if err != nil {
 			t.Fatalf("Marshal(%+v): %v", cfg, err)
@@ -337,6 +348,29 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("ParseConfig(%s) = %+v,\nits text %s reads as %+v", data, cfg, text, again)
 		}
 	})
+}
+
+// fzHidesBelowNanosecond reports whether the JSON tree v holds, under a
+// name in durations, a text that is not 0 but reads as 0 ("0.5ns").
+func fzHidesBelowNanosecond(v any, durations map[string]bool) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for name, e := range v {
+			if s, ok := e.(string); ok && durations[name] && fzRoundsToZero(s) {
+				return true
+			}
+			if fzHidesBelowNanosecond(e, durations) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if fzHidesBelowNanosecond(e, durations) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // problemsDoc is a config with n problems in default's lists, statuses
@@ -457,4 +491,40 @@ func TestParseConfigDemote(t *testing.T) {
 		`hosts["b.example"].demote.for: 5: want a duration such as "250ms"`,
 		`hosts["c.example"].demote: []: want an object`,
 	}, "; "), err.Error())
+}
+
+// A hedge under maxRetries 0 is refused in JSON as in Go, under the path
+// of the hedge, and reported once when a host inherits it. An entry that
+// turns resending off ("maxRetries": 0) and names no hedge turns off the
+// hedge it inherits instead: it never wrote one, and a copy is a resend.
+func TestParseConfigHedgeNeedsRetries(t *testing.T) {
+	const why = "a copy is a resend: maxRetries must be at least 1"
+	_, err := ParseConfig([]byte(`{"default": {"maxRetries": 0, "hedge": {"after": "50ms"}},
+		"hosts": {"a.example": {}, "b.example": {"maxRetries": 1}, "c.example": {"hedge": {"quantile": 0.9}}}}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, "httpretry: config: default.hedge: "+why, err.Error(), "b.example resends; a.example's is default's problem")
+
+	_, err = ParseConfig([]byte(`{"default": {"maxRetries": 0},
+		"hosts": {"a.example": {"hedge": {"after": "50ms"}}, "b.example": {"maxRetries": 0, "hedge": {"quantile": 0.95}}}}`))
+	require.ErrorIs(t, err, ErrInvalidPolicy)
+	assert.Equal(t, `httpretry: config: hosts["a.example"].hedge: `+why+`; hosts["b.example"].hedge: `+why, err.Error())
+
+	p := DefaultPolicy()
+	err = json.Unmarshal([]byte(`{"maxRetries": 0, "hedge": {"after": "50ms"}}`), &p)
+	require.NoError(t, err, "Policy.UnmarshalJSON does not validate")
+	assert.EqualError(t, p.Validate(), "httpretry: invalid policy: Hedge "+why)
+
+	_, err = ParseConfig([]byte(`{"default": {"hedge": {"after": "50ms", "max": 2}, "perTryTimeout": "1s"},
+		"hosts": {"off.example": {"maxRetries": 0}, "kept.example": {"maxRetries": 0, "hedge": null}, "one.example": {"maxRetries": 1}}}`))
+	require.Error(t, err, "a hedge named, even as null, is the entry's own")
+	assert.Equal(t, `httpretry: config: hosts["kept.example"].hedge: `+why, err.Error())
+
+	cfg, err := ParseConfig([]byte(`{"default": {"hedge": {"after": "50ms", "max": 2}, "perTryTimeout": "1s"},
+		"hosts": {"off.example": {"maxRetries": 0}, "one.example": {"maxRetries": 1}}}`))
+	require.NoError(t, err)
+	off := cfg.Default
+	off.MaxRetries, off.Hedge = 0, Hedge{}
+	assert.Equal(t, off, cfg.Hosts["off.example"], "the rest of default's stands, the time bound too")
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Max: 2}, cfg.Hosts["one.example"].Hedge)
+	New(nil, cfg.Options()...) // must not panic
 }

@@ -3,14 +3,18 @@ package httpretry
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -463,4 +467,168 @@ func (b *fzStatusBase) RoundTrip(req *http.Request) (*http.Response, error) {
 		return fzResponse(req, http.StatusServiceUnavailable), nil
 	}
 	return fzResponse(req, http.StatusOK), nil
+}
+
+// FuzzConfigDuration puts a fuzzed text at one duration of the JSON
+// schema, a backoff's wait budget included, and checks it against an
+// exact reading of the text: a malformed duration is refused; one that is
+// not 0 as written but that time.ParseDuration reads as 0 ("0.5ns") is
+// invalid, named under its path, never read as 0, which means none; any
+// other is read as time.ParseDuration reads it (DESIGN point 23).
+func FuzzConfigDuration(f *testing.F) {
+	for i, s := range []string{"0.5ns", "0.9ns", "0.0000001ms", "-0.5ns", "0.5ns0.5ns", "0", "0.0s", "-0s",
+		"1.5ns", "1e-3ms", "0.0005µs", "250ms", "9223372036854775807ns", ".5ns", "0.", "1h0.0000000001s"} {
+		f.Add(s, uint8(i))
+	}
+	var p Policy
+	paths := slices.Sorted(maps.Keys(durationPaths(&p)))
+	f.Fuzz(func(t *testing.T, s string, at uint8) {
+		// What the decoder sees of s: JSON has no invalid UTF-8.
+		raw, _ := json.Marshal(s)
+		_ = json.Unmarshal(raw, &s)
+		i := int(at) % (len(paths) + 1)
+		if i == len(paths) {
+			fzWaitBudget(t, s)
+			return
+		}
+		path := paths[i]
+		doc := atPath(path, string(raw))
+		var got Policy
+		err := json.Unmarshal([]byte(doc), &got)
+		_, cfgErr := ParseConfig([]byte(`{"default": ` + doc + `}`))
+		want, parseErr := time.ParseDuration(s)
+		exact, _ := fzExactNanos(s)
+		switch {
+		case parseErr != nil:
+			if err == nil || errors.Is(err, ErrInvalidPolicy) || cfgErr == nil {
+				t.Fatalf("%s: malformed, read with %v / %v", doc, err, cfgErr)
+			}
+		case want == 0 && exact.Sign() != 0:
+			problem := fmt.Sprintf(": %s: not 0, yet below 1ns, the shortest duration", raw)
+			if err == nil || err.Error() != "httpretry: policy: "+path+problem || !errors.Is(err, ErrInvalidPolicy) {
+				t.Fatalf("%s: %v of the exact value, read with %v", doc, exact, err)
+			}
+			if cfgErr == nil || !strings.Contains(cfgErr.Error(), "default."+path+problem) || !errors.Is(cfgErr, ErrInvalidPolicy) {
+				t.Fatalf(`{"default": %s}: %v of the exact value, ParseConfig says %v`, doc, exact, cfgErr)
+			}
+		default:
+			if err != nil {
+				t.Fatalf("%s: %v", doc, err)
+			}
+			if d := *durationPaths(&got)[path]; d != want || (d == 0) != (exact.Sign() == 0) {
+				t.Fatalf("%s read as %v; ParseDuration says %v, the exact value %v", doc, d, want, exact)
+			}
+			if cfgErr != nil && strings.Contains(cfgErr.Error(), "below 1ns") {
+				t.Fatalf(`{"default": %s}: %v`, doc, cfgErr)
+			}
+		}
+	})
+}
+
+// fzWaitBudget is FuzzConfigDuration for the wait budget of a backoff's
+// text: the same rules, and a negative budget is malformed.
+func fzWaitBudget(t *testing.T, s string) {
+	text := "exponential(1ms, 1s).WithWaitBudget(" + s + ")"
+	doc, _ := json.Marshal(map[string]string{"backoff": text})
+	var got Policy
+	err := json.Unmarshal(doc, &got)
+	arg := strings.TrimSpace(s)
+	want, parseErr := time.ParseDuration(arg)
+	exact, _ := fzExactNanos(arg)
+	switch {
+	case strings.Contains(s, ",") || parseErr != nil || want < 0:
+		if err == nil || errors.Is(err, ErrInvalidPolicy) {
+			t.Fatalf("%s: malformed, read with %v", doc, err)
+		}
+	case want == 0 && exact.Sign() != 0:
+		if err == nil || !strings.HasSuffix(err.Error(), "not 0, yet below 1ns, the shortest duration") || !errors.Is(err, ErrInvalidPolicy) {
+			t.Fatalf("%s: %v of the exact value, read with %v", doc, exact, err)
+		}
+	default:
+		if err != nil || got.Backoff != Exponential(time.Millisecond, time.Second).WithWaitBudget(want) {
+			t.Fatalf("%s read as %v, %v; ParseDuration says %v", doc, got.Backoff, err, want)
+		}
+	}
+}
+
+// durationPaths are the JSON paths of every duration in a Policy, read
+// from the field tables, so that a duration added later is checked too.
+func durationPaths(p *Policy) map[string]*time.Duration {
+	paths := make(map[string]*time.Duration)
+	var walk func(path string, fields []jsonField)
+	walk = func(path string, fields []jsonField) {
+		for _, f := range fields {
+			switch v := f.ptr.(type) {
+			case *time.Duration:
+				paths[joinPath(path, f.name)] = v
+			case jsonObject:
+				walk(joinPath(path, f.name), v.jsonFields())
+			}
+		}
+	}
+	walk("", p.jsonFields())
+	return paths
+}
+
+// atPath is a JSON object holding value, itself JSON, at path ("hedge.after").
+func atPath(path, value string) string {
+	name, rest, nested := strings.Cut(path, ".")
+	if nested {
+		value = atPath(rest, value)
+	}
+	return fmt.Sprintf(`{%q: %s}`, name, value)
+}
+
+// fzUnits are time.ParseDuration's units in nanoseconds.
+var fzUnits = map[string]int64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
+
+// fzExactNanos is the exact value of a duration text that
+// time.ParseDuration accepts, in nanoseconds, without its truncation.
+func fzExactNanos(s string) (*big.Rat, bool) {
+	sum := new(big.Rat)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimLeft(s, "+-")
+	if s == "0" {
+		return sum, true
+	}
+	for s != "" {
+		n := strings.IndexFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
+		if n <= 0 {
+			return nil, false
+		}
+		num := s[:n]
+		s = s[n:]
+		u := strings.IndexAny(s, ".0123456789")
+		if u < 0 {
+			u = len(s)
+		}
+		scale, ok := fzUnits[s[:u]]
+		s = s[u:]
+		if num == "." || !ok {
+			return nil, false
+		}
+		if strings.HasPrefix(num, ".") {
+			num = "0" + num
+		}
+		v, ok := new(big.Rat).SetString(strings.TrimSuffix(num, "."))
+		if !ok {
+			return nil, false
+		}
+		sum.Add(sum, v.Mul(v, new(big.Rat).SetInt64(scale)))
+	}
+	if neg {
+		sum.Neg(sum)
+	}
+	return sum, true
+}
+
+// fzRoundsToZero reports whether time.ParseDuration reads s as 0 though
+// it is not 0 as written.
+func fzRoundsToZero(s string) bool {
+	d, err := time.ParseDuration(s)
+	if err != nil || d != 0 {
+		return false
+	}
+	exact, ok := fzExactNanos(s)
+	return ok && exact.Sign() != 0
 }

@@ -3,6 +3,7 @@ package httpretry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,8 +16,8 @@ import (
 // of stopping at the first.
 
 // jsonError is every problem found in one JSON document, each prefixed by
-// its path. It wraps ErrInvalidPolicy when some value decoded but is
-// invalid.
+// its path. It wraps ErrInvalidPolicy when some value is invalid rather
+// than malformed or of the wrong type.
 type jsonError struct {
 	what     string
 	problems []string
@@ -53,7 +54,8 @@ func (d *decoder) addf(path, format string, args ...any) {
 	d.problems = append(d.problems, msg)
 }
 
-// invalidf records a value that decoded but is invalid.
+// invalidf records a value that is invalid: one that decoded, or a
+// duration that would decode as 0 though it is not 0 as written.
 func (d *decoder) invalidf(path, format string, args ...any) {
 	d.addf(path, format, args...)
 	d.invalid = true
@@ -253,8 +255,17 @@ func (d *decoder) duration(raw []byte, path string, dst *time.Duration) {
 	if string(raw) == "null" {
 		return
 	}
-	v, ok := durationOf(raw)
-	if !ok {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		d.addf(path, `%s: want a duration such as "250ms"`, excerpt(raw))
+		return
+	}
+	v, err := parseDuration(s)
+	if errors.Is(err, errBelowNanosecond) {
+		d.invalidf(path, "%s: %v", excerpt(raw), err)
+		return
+	}
+	if err != nil {
 		d.addf(path, `%s: want a duration such as "250ms"`, excerpt(raw))
 		return
 	}
@@ -262,7 +273,8 @@ func (d *decoder) duration(raw []byte, path string, dst *time.Duration) {
 }
 
 // backoff decodes a Backoff's String form into *dst; null leaves it as it
-// is. A malformed one is reported with parseBackoff's reason.
+// is. A malformed one is reported with parseBackoff's reason; one with a
+// duration below 1ns but not 0 is invalid, as such a duration is alone.
 func (d *decoder) backoff(raw []byte, path string, dst *Backoff) {
 	if string(raw) == "null" {
 		return
@@ -273,6 +285,10 @@ func (d *decoder) backoff(raw []byte, path string, dst *Backoff) {
 		return
 	}
 	b, err := parseBackoff(s)
+	if errors.Is(err, errBelowNanosecond) {
+		d.invalidf(path, "%s: %v", excerpt(raw), err)
+		return
+	}
 	if err != nil {
 		d.addf(path, "%s: %v", excerpt(raw), err)
 		return
@@ -280,14 +296,26 @@ func (d *decoder) backoff(raw []byte, path string, dst *Backoff) {
 	*dst = b
 }
 
-// durationOf reads a JSON string as a Go duration.
-func durationOf(raw []byte) (time.Duration, bool) {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return 0, false
-	}
+// errBelowNanosecond is parseDuration's refusal of a duration that is
+// not 0 as written but below 1ns.
+var errBelowNanosecond = errors.New("not 0, yet below 1ns, the shortest duration")
+
+// parseDuration is time.ParseDuration, which truncates to whole
+// nanoseconds, except that a duration not 0 as written that it would read
+// as 0 ("0.5ns") is errBelowNanosecond: 0 means none, or the default,
+// wherever a policy holds a duration, and the tightest bound asked for
+// must not silently become none. 0 as written ("0", "0s", "0.0ms") is 0.
+func parseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	return d, err == nil
+	if err != nil {
+		return 0, err
+	}
+	// Once ParseDuration has accepted s, a digit other than 0 is a
+	// number other than 0.
+	if d == 0 && strings.ContainsAny(s, "123456789") {
+		return 0, errBelowNanosecond
+	}
+	return d, nil
 }
 
 // decodeScalar decodes raw into *dst; null leaves it as it is.

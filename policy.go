@@ -61,7 +61,8 @@ type Policy struct {
 	// Budget sizes the per-host retry budget every resend is charged to.
 	Budget BudgetConfig
 	// Hedge sends speculative copies of slow requests; the zero value sends
-	// none.
+	// none. A copy is a resend: a Hedge that sends copies needs MaxRetries
+	// of at least 1.
 	Hedge Hedge
 	// Fallbacks are other origins ("https://backup.example.com",
 	// "http://10.0.0.7:8080") that serve the same requests, tried in order
@@ -185,6 +186,11 @@ func (p Policy) problems() []problem {
 	for _, s := range slices.Concat(p.Hedge.problems(), p.Demote.problems(), p.Resume.problems()) {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
+	}
+	if p.MaxRetries == 0 && p.Hedge.copies() > 0 {
+		// Copies count against MaxRetries: such a Hedge would never send
+		// one, and say nothing.
+		add("Hedge", "a copy is a resend: maxRetries must be at least 1")
 	}
 	for i, s := range p.Fallbacks {
 		var oe *originError

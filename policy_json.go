@@ -8,7 +8,10 @@ import (
 // JSON: every field of Policy but RetryIf, named in lower camel case;
 // durations as Go duration strings ("250ms"), a Backoff as its String form.
 // Decoding starts from DefaultPolicy's values, rejects unknown fields, and
-// reports every problem it finds, each under its JSON path.
+// reports every problem it finds, each under its JSON path. BudgetConfig,
+// Hedge, Demote and Resume read and write the same JSON on their own as
+// under their names in a Policy, each through its field table: a field
+// added to a struct is one line of its table.
 
 // jsonField is one member of a JSON object and the Go field it stands for:
 // ptr is *int, *int64, *float64, *bool, *string, *time.Duration, *[]int,
@@ -21,7 +24,7 @@ type jsonField struct {
 
 // jsonObject is a struct that JSON holds as an object of its fields. The
 // codec descends into a nested one through its table, so that a struct
-// inside Policy needs no JSON methods of its own.
+// inside Policy is read and written as it is on its own.
 type jsonObject interface{ jsonFields() []jsonField }
 
 func (p *Policy) jsonFields() []jsonField {
@@ -44,11 +47,19 @@ func (p *Policy) jsonFields() []jsonField {
 }
 
 func (r *Resume) jsonFields() []jsonField {
-	return []jsonField{{"max", &r.Max}, {"idle", &r.Idle}, {"minBytes", &r.MinBytes}}
+	return []jsonField{
+		{"max", &r.Max},
+		{"idle", &r.Idle},
+		{"minBytes", &r.MinBytes},
+	}
 }
 
 func (d *Demote) jsonFields() []jsonField {
-	return []jsonField{{"after", &d.After}, {"for", &d.For}, {"max", &d.Max}}
+	return []jsonField{
+		{"after", &d.After},
+		{"for", &d.For},
+		{"max", &d.Max},
+	}
 }
 
 func (c *BudgetConfig) jsonFields() []jsonField {
@@ -61,8 +72,13 @@ func (c *BudgetConfig) jsonFields() []jsonField {
 }
 
 func (h *Hedge) jsonFields() []jsonField {
-	return []jsonField{{"after", &h.After}, {"max", &h.Max}, {"quantile", &h.Quantile}, {"minAfter", &h.MinAfter},
-		{"sameOrigin", &h.SameOrigin}}
+	return []jsonField{
+		{"after", &h.After},
+		{"max", &h.Max},
+		{"quantile", &h.Quantile},
+		{"minAfter", &h.MinAfter},
+		{"sameOrigin", &h.SameOrigin},
+	}
 }
 
 // MarshalJSON writes every field of p but RetryIf, so that the text read
@@ -76,8 +92,9 @@ func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonField
 // null leaves p as it is, and makes RetryOn or Fallbacks nil. Names are
 // matched exactly; an unknown field, a value of the wrong type, a
 // malformed duration or Backoff is an error, every one of them named in
-// it, and p is then left as it was. Values are not validated here: New and
-// ParseConfig do that.
+// it, and p is then left as it was. Values are not validated here (New and
+// ParseConfig do that), except a duration that is not 0 as written but
+// below 1ns ("0.5ns"), which would read as 0: none, or the default.
 func (p *Policy) UnmarshalJSON(data []byte) error {
 	start := DefaultPolicy()
 	start.RetryIf = p.RetryIf
@@ -93,6 +110,40 @@ func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jso
 // whatever c held, and c is left as it was on an error.
 func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("budget", data, c, DefaultPolicy().Budget)
+}
+
+// MarshalJSON writes every field of h, durations as strings, as h
+// appears under "hedge" in a Policy's JSON.
+func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "hedge": a field left out takes the value of DefaultPolicy's Hedge, zero,
+// whatever h held, and h is left as it was on an error. Values are not
+// validated here: Validate of the Policy that holds h does that.
+func (h *Hedge) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge)
+}
+
+// MarshalJSON writes every field of d, durations as strings, as d
+// appears under "demote" in a Policy's JSON.
+func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "demote": a field left out takes the value of DefaultPolicy's Demote,
+// whatever d held, and d is left as it was on an error.
+func (d *Demote) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("demote", data, d, DefaultPolicy().Demote)
+}
+
+// MarshalJSON writes every field of r, Idle as a string, as r appears
+// under "resume" in a Policy's JSON.
+func (r Resume) MarshalJSON() ([]byte, error) { return marshalObject(r.jsonFields()) }
+
+// UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
+// "resume": a field left out takes the value of DefaultPolicy's Resume,
+// whatever r held, and r is left as it was on an error.
+func (r *Resume) UnmarshalJSON(data []byte) error {
+	return unmarshalObject("resume", data, r, DefaultPolicy().Resume)
 }
 
 // unmarshalObject decodes data over start and stores the result in *dst,

@@ -2,8 +2,13 @@ package httpretry
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -356,4 +361,177 @@ func TestEditDistance(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
 	}
+}
+
+// A duration that is not 0 as written but below 1ns was read as 0, which
+// means none: "perTryTimeout": "0.5ns" set no bound at all. Every duration
+// of the schema now refuses it, under its path, in ParseConfig's default
+// and host entries and in Policy.UnmarshalJSON alike; 0 as written stays
+// 0, and a duration of 1ns or more is read as time.ParseDuration reads it.
+func TestJSONDurationBelowOneNanosecond(t *testing.T) {
+	var p Policy
+	paths := slices.Sorted(maps.Keys(durationPaths(&p)))
+	assert.Equal(t, []string{"budget.window", "deadline", "demote.for", "demote.max", "hedge.after", "hedge.minAfter",
+		"maxRetryAfter", "perTryTimeout", "resume.idle"}, paths)
+	for _, path := range paths {
+		for _, v := range []string{"0.5ns", "0.9ns", "0.0000001ms", "0.0005us", "0.0000000009s", "-0.5ns", "0.5ns0.5ns", "0.0000000000001h", "0.9999999999ns"} {
+			doc := atPath(path, strconv.Quote(v))
+			problem := fmt.Sprintf(`%q: not 0, yet below 1ns, the shortest duration`, v)
+			_, err := ParseConfig([]byte(`{"default": ` + doc + `}`))
+			assert.EqualError(t, err, "httpretry: config: default."+path+": "+problem)
+			assert.ErrorIs(t, err, ErrInvalidPolicy)
+			_, err = ParseConfig([]byte(`{"hosts": {"a.example": ` + doc + `}}`))
+			assert.EqualError(t, err, `httpretry: config: hosts["a.example"].`+path+": "+problem)
+			p := DefaultPolicy()
+			err = json.Unmarshal([]byte(doc), &p)
+			assert.EqualError(t, err, "httpretry: policy: "+path+": "+problem)
+			assert.ErrorIs(t, err, ErrInvalidPolicy)
+			assert.Equal(t, DefaultPolicy(), p, "unchanged on error")
+		}
+		for v, want := range map[string]time.Duration{
+			"0": 0, "0s": 0, "0ns": 0, "0.0s": 0, "-0s": 0, "+0ms": 0, "0h0m0.000s": 0, ".0us": 0,
+			"1ns": 1, "1.5ns": 1, "0.0000015ms": 1, "2.9ns": 2, "1.0000000001s": time.Second,
+		} {
+			p := Policy{Hedge: Hedge{Quantile: 0.9}} // so that minAfter may be set
+			require.NoError(t, json.Unmarshal([]byte(atPath(path, strconv.Quote(v))), &p), "%s %s", path, v)
+			assert.Equal(t, want, *durationPaths(&p)[path], "%s %s", path, v)
+		}
+	}
+
+	// The durations of a backoff's text too.
+	for _, b := range []string{"fixed(0.5ns)", "exponential(0.5ns, 1s)", "exponentialJitter(1ms, 0.9ns)",
+		"exponential(1ms, 1s).WithWaitBudget(0.5ns)"} {
+		_, err := ParseConfig([]byte(`{"default": {"backoff": ` + strconv.Quote(b) + `}}`))
+		require.Error(t, err, b)
+		assert.True(t, strings.HasPrefix(err.Error(), `httpretry: config: default.backoff: "`+b[:min(len(b), 39)]), err.Error())
+		assert.True(t, strings.HasSuffix(err.Error(), `ns": not 0, yet below 1ns, the shortest duration`), err.Error())
+		assert.ErrorIs(t, err, ErrInvalidPolicy, b)
+	}
+	cfg, err := ParseConfig([]byte(`{"default": {"backoff": "exponential(1ms, 1s).WithWaitBudget(0.0s)"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Exponential(time.Millisecond, time.Second).WithWaitBudget(0), cfg.Default.Backoff)
+	var b Backoff
+	assert.EqualError(t, b.UnmarshalText([]byte("fixed(0.5ns)")),
+		`httpretry: backoff "fixed(0.5ns)": "0.5ns": not 0, yet below 1ns, the shortest duration`)
+}
+
+// jsonAlone checks one struct of the schema on its own: v is written as it
+// is inside a Policy (inPolicy, its member there), and read back as v over
+// whatever the receiver held (over).
+func jsonAlone[T any](t *testing.T, v T, inPolicy json.RawMessage, over T) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	assert.Equal(t, string(inPolicy), string(data), "the same text alone as in a Policy")
+	got := over
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, v, got)
+}
+
+// Every struct of the JSON schema reads and writes its own JSON (DESIGN
+// point 23): alone, each writes what a Policy writes under its name and
+// reads it back, with the same defaults and errors as inside a Policy. A
+// user's config struct holding a Hedge read "after": "50ms" as an error.
+func TestJSONStructsAlone(t *testing.T) {
+	for name, p := range jsonPolicies() {
+		t.Run(name, func(t *testing.T) {
+			data, err := json.Marshal(p)
+			require.NoError(t, err)
+			var members map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &members))
+			full := jsonPolicies()["full"]
+			jsonAlone(t, p.Budget, members["budget"], full.Budget)
+			jsonAlone(t, p.Hedge, members["hedge"], full.Hedge)
+			jsonAlone(t, p.Demote, members["demote"], full.Demote)
+			jsonAlone(t, p.Resume, members["resume"], Resume{Max: -1, Idle: time.Hour, MinBytes: 7})
+
+			if p.Validate() != nil {
+				return // a Config holds valid policies only
+			}
+			cfg := Config{Default: p, Hosts: map[string]Policy{"a.example": DefaultPolicy(), "b.example:8443": p}}
+			data, err = json.Marshal(cfg)
+			require.NoError(t, err)
+			var got Config
+			require.NoError(t, json.Unmarshal(data, &got))
+			assert.Equal(t, cfg, got)
+		})
+	}
+
+	// Defaults: a field left out is DefaultPolicy's, whatever the receiver
+	// held, as inside a Policy.
+	var file struct {
+		Name   string       `json:"name"`
+		Hedge  Hedge        `json:"hedge"`
+		Demote Demote       `json:"demote"`
+		Resume Resume       `json:"resume"`
+		Budget BudgetConfig `json:"budget"`
+	}
+	file.Hedge = Hedge{Max: 2, Quantile: 0.9}
+	file.Demote = Demote{After: 9, Max: time.Minute}
+	file.Resume = Resume{Max: 7, MinBytes: 9}
+	file.Budget = BudgetConfig{Percent: 9, Disabled: true}
+	doc := `{"name": "x", "hedge": {"after": "50ms"}, "demote": {"for": "2s"}, "resume": {"idle": "1s"}, "budget": {"window": "1m"}}`
+	require.NoError(t, json.Unmarshal([]byte(doc), &file))
+	var p Policy
+	require.NoError(t, json.Unmarshal([]byte("{"+doc[strings.Index(doc, `"hedge"`):]), &p))
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond}, file.Hedge)
+	assert.Equal(t, p.Hedge, file.Hedge)
+	assert.Equal(t, Demote{After: 5, For: 2 * time.Second}, file.Demote)
+	assert.Equal(t, p.Demote, file.Demote)
+	assert.Equal(t, Resume{Max: 3, Idle: time.Second}, file.Resume)
+	assert.Equal(t, p.Resume, file.Resume)
+	assert.Equal(t, BudgetConfig{Percent: 20, MinRetries: 10, Window: time.Minute}, file.Budget)
+	assert.Equal(t, p.Budget, file.Budget)
+
+	// The zero Config configures nothing, and is written as null, which
+	// reads as the zero Config again, not as a policy that turns retrying
+	// off.
+	data, err := json.Marshal(Config{})
+	require.NoError(t, err)
+	assert.Equal(t, "null", string(data))
+	var cfg struct {
+		Retry Config `json:"retry"`
+	}
+	data, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &cfg))
+	assert.Empty(t, cfg.Retry.Options())
+
+	var embedded struct{ Hedge }
+	require.NoError(t, json.Unmarshal([]byte(`{"after": "50ms", "max": 2}`), &embedded))
+	assert.Equal(t, Hedge{After: 50 * time.Millisecond, Max: 2}, embedded.Hedge)
+
+	// Errors: the same problems as inside a Policy, under the path from
+	// the struct, and the receiver left as it was.
+	for _, tt := range []struct {
+		name, doc string
+		into      func([]byte) error
+	}{
+		{"budget", `{"percent": "5", "windw": "1s", "window": "0.5ns"}`, func(d []byte) error { return json.Unmarshal(d, new(BudgetConfig)) }},
+		{"hedge", `{"after": "2s", "max": "2", "minAfter": "0.9ns"}`, func(d []byte) error { return json.Unmarshal(d, new(Hedge)) }},
+		{"demote", `{"after": "5", "for": "soon", "max": 30}`, func(d []byte) error { return json.Unmarshal(d, new(Demote)) }},
+		{"resume", `{"max": 1.5, "idle": "-0.5ns", "every": 1}`, func(d []byte) error { return json.Unmarshal(d, new(Resume)) }},
+	} {
+		alone := tt.into([]byte(tt.doc))
+		require.Error(t, alone, tt.name)
+		inPolicy := json.Unmarshal([]byte(`{"`+tt.name+`": `+tt.doc+`}`), new(Policy))
+		require.Error(t, inPolicy, tt.name)
+		problems, ok := strings.CutPrefix(alone.Error(), "httpretry: "+tt.name+": ")
+		require.True(t, ok, alone.Error())
+		var want []string
+		for _, s := range strings.Split(problems, "; ") {
+			want = append(want, tt.name+"."+s)
+		}
+		assert.Equal(t, "httpretry: policy: "+strings.Join(want, "; "), inPolicy.Error())
+		assert.Equal(t, errors.Is(inPolicy, ErrInvalidPolicy), errors.Is(alone, ErrInvalidPolicy), tt.name)
+	}
+	h := Hedge{After: time.Second}
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": "2s", "max": "2"}`), &h), `httpretry: hedge: max: "2": want an integer`)
+	assert.Equal(t, Hedge{After: time.Second}, h, "unchanged on error")
+	require.NoError(t, json.Unmarshal([]byte(`null`), &h))
+	assert.Equal(t, Hedge{After: time.Second}, h, "null leaves it as it is")
+	assert.EqualError(t, h.UnmarshalJSON([]byte(`{`)), "httpretry: hedge: invalid JSON")
+	d := Demote{After: -1}
+	assert.EqualError(t, json.Unmarshal([]byte(`{"after": 2, "for": "soon"}`), &d), `httpretry: demote: for: "soon": want a duration such as "250ms"`)
+	assert.Equal(t, Demote{After: -1}, d, "unchanged on error")
 }

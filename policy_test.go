@@ -534,3 +534,36 @@ func TestHostRulePortsInPlainDecimal(t *testing.T) {
 		assert.Equal(t, "http://"+u.Host, e.Origin)
 	}
 }
+
+// A Hedge under MaxRetries 0 validated and never sent a copy: a copy
+// counts against MaxRetries. Validate now says so (DESIGN point 23),
+// whichever way the Hedge would hedge, and New refuses it.
+func TestValidateHedgeNeedsRetries(t *testing.T) {
+	const want = "httpretry: invalid policy: Hedge a copy is a resend: maxRetries must be at least 1"
+	for _, h := range []Hedge{
+		{After: 50 * time.Millisecond},
+		{After: time.Nanosecond, Max: 3},
+		{Quantile: 0.95},
+		{Quantile: 0.95, MinAfter: time.Millisecond},
+	} {
+		p := DefaultPolicy()
+		p.MaxRetries, p.Hedge = 0, h
+		assert.EqualError(t, p.Validate(), want, "%+v", h)
+		assert.ErrorIs(t, p.Validate(), ErrInvalidPolicy)
+		assert.PanicsWithValue(t, want, func() { New(nil, WithPolicy(p)) })
+		assert.PanicsWithValue(t, `httpretry: WithHostPolicy("a.example"): `+want, func() {
+			New(nil, WithHostPolicy("a.example", Policy{Hedge: h}))
+		})
+		p.MaxRetries = 1
+		assert.NoError(t, p.Validate(), "%+v", h)
+	}
+	// A Hedge that sends nothing needs no resends; its own problems are
+	// reported as before, and only those.
+	assert.NoError(t, Policy{}.Validate())
+	assert.Equal(t, []problem{{"Hedge.After", "-1s is negative"}}, Policy{Hedge: Hedge{After: -time.Second}}.problems())
+	assert.Equal(t, []problem{{"Hedge.Max", "2 needs Hedge.After or Hedge.Quantile"}}, Policy{Hedge: Hedge{Max: 2}}.problems())
+	assert.Equal(t, []problem{
+		{"MaxRetries", "-1 is outside 0..16"},
+		{"Hedge.Max", "17 is outside 0..16"},
+	}, Policy{MaxRetries: -1, Hedge: Hedge{After: time.Second, Max: 17}}.problems(), "only MaxRetries 0 is no resend")
+}

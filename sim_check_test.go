@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1194,6 +1195,70 @@ func (run *simRun) checkRetryOn(p httpretry.Policy) httpretry.Policy {
 	}
 	p.RetryOn = keep
 	return p
+}
+
+// checkHedgeRetries: a copy is a resend, so a Hedge under MaxRetries 0 is
+// refused by Validate and by ParseConfig of its JSON, under
+// "default.hedge" (point 23); p is returned without the hedge.
+func (run *simRun) checkHedgeRetries(p httpretry.Policy) httpretry.Policy {
+	if p.MaxRetries != 0 || p.Hedge == (httpretry.Hedge{}) {
+		return p
+	}
+	const why = "a copy is a resend: maxRetries must be at least 1"
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "Hedge "+why) {
+		run.violate(nil, "hedge-needs-retries", "Validate of %+v under MaxRetries 0: %v", p.Hedge, err)
+	}
+	j, err := json.Marshal(p)
+	if err == nil {
+		_, err = httpretry.ParseConfig([]byte(`{"default": ` + string(j) + `}`))
+	}
+	if err == nil || !strings.Contains(err.Error(), "default.hedge: "+why) {
+		run.violate(nil, "hedge-needs-retries", "ParseConfig of %s: %v", j, err)
+	}
+	run.tally["hedges refused under maxRetries 0"]++
+	p.Hedge = httpretry.Hedge{}
+	return p
+}
+
+// checkAlone: every struct of the JSON schema reads and writes its own
+// JSON (point 23). Alone, the Budget, Hedge, Demote and Resume of p, a
+// policy read from JSON, write what j, the JSON it was read from, holds
+// under their names, and read back as themselves; a Config of p reads
+// back as itself.
+func (run *simRun) checkAlone(p httpretry.Policy, j []byte) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(j, &members); err != nil {
+		run.violate(nil, "json-alone", "the policy's JSON %s: %v", j, err)
+		return
+	}
+	jsonAlone(run, "budget", p.Budget, members["budget"])
+	jsonAlone(run, "hedge", p.Hedge, members["hedge"])
+	jsonAlone(run, "demote", p.Demote, members["demote"])
+	jsonAlone(run, "resume", p.Resume, members["resume"])
+
+	c := httpretry.Config{Default: p, Hosts: map[string]httpretry.Policy{"o0.sim": p}}
+	cj, err := json.Marshal(c)
+	var back httpretry.Config
+	if err == nil {
+		err = json.Unmarshal(cj, &back)
+	}
+	if err != nil || !reflect.DeepEqual(c, back) {
+		run.violate(nil, "json-alone", "a Config writes %s, read back as %+v: %v", cj, back, err)
+	}
+}
+
+// jsonAlone checks v, the member name of a policy, written alone and read
+// back; inPolicy is its text in the policy's JSON.
+func jsonAlone[T comparable](run *simRun, name string, v T, inPolicy json.RawMessage) {
+	j, err := json.Marshal(v)
+	if err != nil || string(j) != string(inPolicy) {
+		run.violate(nil, "json-alone", "%s alone writes %s (%v), in the policy %s", name, j, err, inPolicy)
+		return
+	}
+	var back T
+	if err := json.Unmarshal(j, &back); err != nil || back != v {
+		run.violate(nil, "json-alone", "%s alone writes %s, read back as %+v: %v", name, j, back, err)
+	}
 }
 
 // checkSweep: once every host has been idle for a whole window, a host

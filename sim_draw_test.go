@@ -228,6 +228,12 @@ func drawPolicy(r *rand.Rand, budget httpretry.BudgetConfig) httpretry.Policy {
 		p.Hedge = httpretry.Hedge{Quantile: pick(r, 0.5, 0.9, 0.95, 0.99), After: pick(r, 0, 20*time.Millisecond),
 			Max: 1 + r.IntN(3), MinAfter: pick(r, 0, time.Millisecond)}
 	}
+	if p.Hedge != (httpretry.Hedge{}) && p.MaxRetries == 0 && r.IntN(16) != 0 {
+		// A copy is a resend (point 23): a hedge comes with resends, but
+		// now and then without, which Validate must refuse and build
+		// takes out again.
+		p.MaxRetries = 1 + r.IntN(5)
+	}
 	if p.Hedge != (httpretry.Hedge{}) {
 		p.Hedge.SameOrigin = r.IntN(3) == 0 // copies stay home (point 23)
 	}

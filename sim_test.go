@@ -39,7 +39,10 @@ import (
 // (After -1); RetryIf; AutoIdempotencyKey; WithIdempotent; httpretry
 // inside httpretry; observers that panic or sleep on some kinds; every
 // policy given as its Go literal or, on half the seeds, as ParseConfig
-// reads back its JSON, the checks reading the literal. Origins change
+// reads back its JSON, the checks reading the literal, and its Budget,
+// Hedge, Demote and Resume and a Config of it written and read alone too;
+// a hedge under MaxRetries 0 now and then, which Validate and ParseConfig
+// must refuse. Origins change
 // over virtual time: answers, 500/502/503/504, 429, Retry-After as
 // seconds, dates, garbage or huge, refused and hung dials, resets before
 // and after the body, slow and black-holed attempts, early answers to an
@@ -222,11 +225,11 @@ func (run *simRun) build() []http.RoundTripper {
 	cfg := run.cfg
 	var rts []http.RoundTripper
 	for i := range cfg.policies {
-		cfg.policies[i] = run.checkRetryOn(cfg.policies[i])
+		cfg.policies[i] = run.checkHedgeRetries(run.checkRetryOn(cfg.policies[i]))
 	}
 	inner := cfg.inner
 	if cfg.nested {
-		cfg.inner = run.checkRetryOn(cfg.inner)
+		cfg.inner = run.checkHedgeRetries(run.checkRetryOn(cfg.inner))
 		inner = run.form(cfg.inner)
 	}
 	for i, lit := range cfg.policies {
@@ -279,7 +282,7 @@ func (run *simRun) build() []http.RoundTripper {
 // p itself, or with viaJSON what ParseConfig reads from p's JSON (RetryIf,
 // which JSON does not hold, set again). The two must mean one policy
 // (point 20), so the checks, which read p, hold for either; and the JSON
-// read back must write itself again.
+// read back must write itself again, and so must its parts (checkAlone).
 func (run *simRun) form(p httpretry.Policy) httpretry.Policy {
 	if !run.cfg.viaJSON {
 		return p
@@ -297,10 +300,11 @@ func (run *simRun) form(p httpretry.Policy) httpretry.Policy {
 		}
 		return c.Default, j, true
 	}
-	q, _, ok := read(p)
+	q, j, ok := read(p)
 	if !ok {
 		return p
 	}
+	run.checkAlone(q, j)
 	if again, j, ok := read(q); ok {
 		if k, _ := json.Marshal(again); string(j) != string(k) {
 			run.violate(nil, "json-form", "a policy read from JSON writes %s, read again %s", j, k)
