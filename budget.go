@@ -119,6 +119,10 @@ type Budget struct {
 	mu      sync.Mutex
 	ticker  *time.Timer
 	buckets [budgetBuckets]bucket
+	// ring places the slots on the buckets: the slot starting at s is held
+	// by bucketOf(s). A reload that changes the slots turns it so that the
+	// bucket Record adds to stays the current one (see rebucket).
+	ring int64
 	// retired counts the requests of buckets that were emptied for a newer
 	// slot, so that retired plus what the buckets hold is every request
 	// ever recorded: the credit is earned from that count, under mu, and
@@ -234,7 +238,7 @@ func (b *Budget) tick() {
 func (b *Budget) current(now int64) *bucket {
 	slot := b.loadParams().slot
 	start := now - now%slot
-	bk := &b.buckets[(now/slot)%budgetBuckets]
+	bk := b.bucketOf(start, slot)
 	if bk.start.Load() != start {
 		b.retired += bk.requests.Swap(0)
 		bk.retries.Store(0)
@@ -245,6 +249,12 @@ func (b *Budget) current(now int64) *bucket {
 		}
 	}
 	return bk
+}
+
+// bucketOf returns the bucket that holds the slot of length slot starting
+// at start. The caller holds b.mu.
+func (b *Budget) bucketOf(start, slot int64) *bucket {
+	return &b.buckets[(start/slot+b.ring)%budgetBuckets]
 }
 
 // TryReserve grants one resend if the budget allows it and charges it in
