@@ -244,9 +244,11 @@ func (b *Budget) current(now int64) *bucket {
 		bk.retries.Store(0)
 		bk.copies.Store(0)
 		bk.start.Store(start)
-		if start > b.newest.Load() {
-			b.newest.Store(start)
-		}
+	}
+	// Outside the branch: a reload may have left the bucket on its slot
+	// already, empty (see rebucket).
+	if start > b.newest.Load() {
+		b.newest.Store(start)
 	}
 	return bk
 }
