@@ -97,6 +97,11 @@ const (
 	// because the resource changed (another validator, a 416, or a 206 of
 	// another range); the read fails with ErrBodyChanged.
 	ReasonBodyChanged
+	// ReasonCopyCap: a hedged copy under a learned delay (Hedge.Quantile)
+	// was refused by its origin's cap on such copies, ⌈2·(1 − Quantile)⌉
+	// times the requests of the budget's window (BudgetStats.Copies
+	// counts them), though the retry budget may have had room.
+	ReasonCopyCap
 )
 
 var reasonNames = [...]string{
@@ -110,6 +115,7 @@ var reasonNames = [...]string{
 	ReasonCanceled:          "canceled",
 	ReasonWaitBudget:        "wait-budget",
 	ReasonBodyChanged:       "body-changed",
+	ReasonCopyCap:           "copy-cap",
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or

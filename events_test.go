@@ -47,7 +47,8 @@ func TestReasonString(t *testing.T) {
 		{0, "none"},
 		{ReasonWaitBudget, "wait-budget"},
 		{ReasonBodyChanged, "body-changed"},
-		{ReasonBodyChanged + 1, "none"},
+		{ReasonCopyCap, "copy-cap"},
+		{ReasonCopyCap + 1, "none"},
 		{100, "none"},
 		{255, "none"},
 	}
@@ -61,7 +62,7 @@ func TestReasonString(t *testing.T) {
 			seen[tt.want] = tt.reason
 		}
 	}
-	assert.Len(t, seen, 10)
+	assert.Len(t, seen, 11)
 }
 
 func TestObserversEmitInOrder(t *testing.T) {

@@ -172,7 +172,7 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 			c.commit(s)
 			return s, reservation{}, 0
 		}
-		if res, ok := c.reserve(tg, now, 0); ok {
+		if res, ok := c.reserve(tg, now); ok {
 			c.commit(s)
 			return s, res, 0
 		}
@@ -183,17 +183,17 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 	}
 }
 
-// reserve charges one attempt drawn on the pool to tg's budget at now, a
-// learned copy under its cap too (q > 0, see Budget.reserveAt): the one
-// reservation of a resend, a hedged copy and a resume request, for the
-// loop to refund if the attempt never goes. ok is false when the budget
-// refuses; a disabled budget charges nothing.
-func (c *call) reserve(tg *target, now time.Time, q float64) (reservation, bool) {
+// reserve charges one resend or resume request drawn on the pool to tg's
+// budget at now, for the loop to refund if the attempt never goes. ok is
+// false when the budget refuses; a disabled budget charges nothing. A
+// hedged copy is charged by hedgedRound.charge.
+func (c *call) reserve(tg *target, now time.Time) (reservation, bool) {
 	b := c.budgetOf(tg)
 	if b == nil {
 		return reservation{}, true
 	}
-	return b.reserveAt(now, q)
+	res, refused := b.reserveAt(now, 0)
+	return res, refused == 0
 }
 
 // commit applies a paid plan to the call: its candidate has had an

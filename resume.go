@@ -459,7 +459,7 @@ func (b *resumeBody) plan(now time.Time) (time.Duration, reservation, Reason) {
 	if reason != 0 {
 		return 0, reservation{}, reason
 	}
-	res, ok := c.reserve(&c.targets[s.to], now, 0)
+	res, ok := c.reserve(&c.targets[s.to], now)
 	if !ok {
 		return 0, reservation{}, ReasonBudget
 	}
