@@ -139,7 +139,9 @@ type Event struct {
 	// Status is that attempt's status code, 0 when it failed with an error.
 	Status int
 	// Err is the error that attempt failed with, nil when it got a
-	// response.
+	// response: the base's error as it came, or one of httpretry's own
+	// without the "httpretry: " prefix, which the error the caller gets
+	// puts before it once.
 	Err error
 	// Delay is the wait before the next attempt (EventRetry, EventResume),
 	// how long the attempt went without response headers before the copy

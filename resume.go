@@ -419,7 +419,7 @@ func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
 
 // answered is the error of a resume request answered with resp.
 func answered(resp *http.Response) error {
-	return fmt.Errorf("httpretry: resume request answered %s", resp.Status)
+	return fmt.Errorf("resume request answered %s", resp.Status)
 }
 
 // newCall makes the call that sends the resume requests: to the body's
