@@ -119,6 +119,10 @@ type Budget struct {
 	mu      sync.Mutex
 	ticker  *time.Timer
 	buckets [budgetBuckets]bucket
+	// ring places the slots on the buckets: the slot starting at s is held
+	// by bucketOf(s). A reload that changes the slots turns it so that the
+	// bucket Record adds to stays the current one (see rebucket).
+	ring int64
 	// retired counts the requests of buckets that were emptied for a newer
 	// slot, so that retired plus what the buckets hold is every request
 	// ever recorded: the credit is earned from that count, under mu, and
@@ -147,6 +151,11 @@ type BudgetStats struct {
 	Retries   int `json:"retries"`   // resends granted
 	Allowance int `json:"allowance"` // Percent·Requests/100: the resends the window's requests earn
 	Credit    int `json:"credit"`    // whole floor credits left: resends the floor may still grant beyond Allowance
+	// Copies is the hedged copies under a learned delay (Hedge.Quantile)
+	// counted in the window, of Retries, against the cap on such copies:
+	// ⌈2·(1 − Quantile)·Requests⌉, at least 1. A copy refused by the cap
+	// is told as ReasonCopyCap.
+	Copies int `json:"copies"`
 	// HedgeAfter is the origin's learned hedge delay (Hedge.Quantile of
 	// its recent times to response headers, not raised to MinAfter): 0
 	// while cold, the histogram's top (about 2m17s) when past it. In JSON
@@ -234,17 +243,25 @@ func (b *Budget) tick() {
 func (b *Budget) current(now int64) *bucket {
 	slot := b.loadParams().slot
 	start := now - now%slot
-	bk := &b.buckets[(now/slot)%budgetBuckets]
+	bk := b.bucketOf(start, slot)
 	if bk.start.Load() != start {
 		b.retired += bk.requests.Swap(0)
 		bk.retries.Store(0)
 		bk.copies.Store(0)
 		bk.start.Store(start)
-		if start > b.newest.Load() {
-			b.newest.Store(start)
-		}
+	}
+	// Outside the branch: a reload may have left the bucket on its slot
+	// already, empty (see rebucket).
+	if start > b.newest.Load() {
+		b.newest.Store(start)
 	}
 	return bk
+}
+
+// bucketOf returns the bucket that holds the slot of length slot starting
+// at start. The caller holds b.mu.
+func (b *Budget) bucketOf(start, slot int64) *bucket {
+	return &b.buckets[(start/slot+b.ring)%budgetBuckets]
 }
 
 // TryReserve grants one resend if the budget allows it and charges it in
@@ -257,8 +274,8 @@ func (b *Budget) current(now int64) *bucket {
 func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
-	_, ok := b.reserveAt(now, 0)
-	return ok
+	_, refused := b.reserveAt(now, 0)
+	return refused == 0
 }
 
 // reserveAt is tryReserveAt that also returns what it charged, so that an
@@ -267,7 +284,9 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 // copy under a learned delay, which also needs room under the window's cap
 // on such copies (see learnedCopyCap): a distribution that drifts faster
 // than the estimator must not spend the whole retry budget on copies.
-func (b *Budget) reserveAt(now time.Time, q float64) (reservation, bool) {
+// refused is why nothing was charged, ReasonCopyCap or ReasonBudget; 0
+// when the attempt was granted.
+func (b *Budget) reserveAt(now time.Time, q float64) (res reservation, refused Reason) {
 	ns := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -275,11 +294,11 @@ func (b *Budget) reserveAt(now time.Time, q float64) (reservation, bool) {
 	cur := b.current(ns)
 	requests, retries, copies := b.window(ns, p)
 	if q > 0 && copies+1 > int64(learnedCopyCap(q, int(requests))) {
-		return reservation{}, false
+		return reservation{}, ReasonCopyCap
 	}
 	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)
 	if !grant {
-		return reservation{}, false
+		return reservation{}, ReasonBudget
 	}
 	if spend {
 		b.debt += creditUnit
@@ -288,7 +307,7 @@ func (b *Budget) reserveAt(now time.Time, q float64) (reservation, bool) {
 	if q > 0 {
 		cur.copies.Add(1)
 	}
-	return reservation{b: b, bucket: cur, start: cur.start.Load(), spent: spend, copy: q > 0}, true
+	return reservation{b: b, bucket: cur, start: cur.start.Load(), spent: spend, copy: q > 0}, 0
 }
 
 // reservation is one attempt a Budget granted.
@@ -365,12 +384,13 @@ func (b *Budget) statsAt(now time.Time) BudgetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.loadParams()
-	requests, retries, _ := b.window(now.UnixNano(), p)
+	requests, retries, copies := b.window(now.UnixNano(), p)
 	return BudgetStats{
 		Requests:  int(requests),
 		Retries:   int(retries),
 		Allowance: int(p.percent * requests / 100),
 		Credit:    int((p.floorCap() - b.debt) / creditUnit),
+		Copies:    int(copies),
 	}
 }
 

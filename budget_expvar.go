@@ -60,6 +60,7 @@ type budgetStatsJSON struct {
 	Retries    int    `json:"retries"`
 	Allowance  int    `json:"allowance"`
 	Credit     int    `json:"credit"`
+	Copies     int    `json:"copies"`
 	HedgeAfter string `json:"hedgeAfter"`
 	DemotedFor string `json:"demotedFor"`
 }
@@ -68,7 +69,7 @@ type budgetStatsJSON struct {
 // durations as duration strings ("12.288ms").
 func (s BudgetStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(budgetStatsJSON{s.Requests, s.Retries, s.Allowance, s.Credit,
-		s.HedgeAfter.String(), s.DemotedFor.String()})
+		s.Copies, s.HedgeAfter.String(), s.DemotedFor.String()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; a duration left out is 0.
@@ -77,7 +78,8 @@ func (s *BudgetStats) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	v := BudgetStats{Requests: j.Requests, Retries: j.Retries, Allowance: j.Allowance, Credit: j.Credit}
+	v := BudgetStats{Requests: j.Requests, Retries: j.Retries, Allowance: j.Allowance, Credit: j.Credit,
+		Copies: j.Copies}
 	for _, d := range []struct {
 		text string
 		dst  *time.Duration

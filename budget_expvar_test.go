@@ -65,8 +65,8 @@ func TestBudgetsString(t *testing.T) {
 	require.True(t, b.TryReserve())
 	bs.For(`odd"<host>`, BudgetConfig{})
 	assert.JSONEq(t, `{
-		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9, "hedgeAfter": "0s", "demotedFor": "0s"},
-		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10, "hedgeAfter": "0s", "demotedFor": "0s"}
+		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9, "copies": 0, "hedgeAfter": "0s", "demotedFor": "0s"},
+		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10, "copies": 0, "hedgeAfter": "0s", "demotedFor": "0s"}
 	}`, bs.String())
 
 	var m map[string]BudgetStats
@@ -88,4 +88,18 @@ func TestBudgetsAsExpvar(t *testing.T) {
 	var m map[string]BudgetStats
 	require.NoError(t, json.Unmarshal([]byte(expvar.Get(name).String()), &m))
 	assert.Equal(t, 1, m["expvar.example"].Requests)
+}
+
+// TestBudgetStatsJSONRoundTrip: every field of BudgetStats, Copies among
+// them, reads back as it was written.
+func TestBudgetStatsJSONRoundTrip(t *testing.T) {
+	s := BudgetStats{Requests: 100, Retries: 12, Allowance: 20, Credit: 7, Copies: 10,
+		HedgeAfter: 12288 * time.Microsecond, DemotedFor: 2500 * time.Millisecond}
+	data, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"requests": 100, "retries": 12, "allowance": 20, "credit": 7, "copies": 10,
+		"hedgeAfter": "12.288ms", "demotedFor": "2.5s"}`, string(data))
+	var back BudgetStats
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, s, back)
 }

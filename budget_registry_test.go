@@ -307,3 +307,76 @@ func BenchmarkBudgetsHotPath(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRegistry measures a request's bookkeeping in a Budgets (its
+// record found or added, its budget configured, the request recorded)
+// with the requests spread over 1,000 hosts, over the cap's 10,000, and
+// with every request to a host the registry has not seen while it sits
+// full, as under a flood of hostnames: each op is then an insertion, and
+// every thousandth a sweep of the whole registry that forgets a tenth.
+func BenchmarkRegistry(b *testing.B) {
+	cfg := BudgetConfig{}.withDefaults() // as RetryTransport passes it
+	keys := func(n int) []string {
+		k := make([]string, n)
+		for i := range k {
+			k[i] = fmt.Sprintf("h%d.example", i)
+		}
+		return k
+	}
+	for _, n := range []int{1000, maxBudgetHosts} {
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			bs := NewBudgets()
+			hosts := keys(n)
+			for _, h := range hosts {
+				bs.forKey(h, cfg).Record()
+			}
+			defer stopAll(bs)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				bs.forKey(hosts[i%n], cfg).Record()
+				i++
+			}
+		})
+	}
+	b.Run("below-cap/new-host", func(b *testing.B) {
+		fresh := keys(maxBudgetHosts - 1)
+		bs := NewBudgets()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i == len(fresh) {
+				b.StopTimer()
+				stopAll(bs)
+				bs, i = NewBudgets(), 0
+				b.StartTimer()
+			}
+			bs.forKey(fresh[i], cfg).Record()
+			i++
+		}
+		stopAll(bs)
+	})
+	b.Run("full/new-host", func(b *testing.B) {
+		bs := NewBudgets()
+		for _, h := range keys(maxBudgetHosts) {
+			bs.forKey(h, cfg).Record()
+		}
+		defer stopAll(bs)
+		fresh := keys(maxBudgetHosts + 100_000)[maxBudgetHosts:]
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			bs.forKey(fresh[i%len(fresh)], cfg).Record()
+			i++
+		}
+	})
+}
+
+// stopAll stops the tickers of bs's budgets, so that a benchmark leaves
+// no timer behind.
+func stopAll(bs *Budgets) {
+	bs.hosts.Range(func(_, v any) bool {
+		v.(*originRecord).budget.stopTicking()
+		return true
+	})
+}

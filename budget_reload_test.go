@@ -1,6 +1,10 @@
 package httpretry
 
 import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,4 +80,91 @@ func TestBudgetsReloadWindowRecordsIntoTheNewSlots(t *testing.T) {
 	}
 	assert.Equal(t, 10, b.Stats().Requests)
 	assert.Equal(t, 10, bs.For("h", small).Stats().Requests, "and back")
+}
+
+// TestBudgetReloadCountsARecordCaughtMidway: Record adds to the bucket it
+// read from cur without the lock, so a reload that changes the window can
+// come between the two; the request still counts in the new window, at
+// every instant of an hour (the slots of the two windows line up
+// differently from minute to minute).
+func TestBudgetReloadCountsARecordCaughtMidway(t *testing.T) {
+	hour := BudgetConfig{Window: time.Hour}
+	twoHours := BudgetConfig{Window: 2 * time.Hour}
+	for m := range 60 {
+		at := budgetAt(time.Duration(m)*time.Minute + 30*time.Second)
+		b := newTestBudget(hour)
+		b.startTicking(at) // the host's first request makes a bucket current
+		caught := b.cur.Load()
+		reloadTo(b, twoHours, at)
+		caught.requests.Add(1) // the rest of a Record that read cur before the reload
+		caught = b.cur.Load()
+		reloadTo(b, hour, at)
+		caught.requests.Add(1)
+		b.stopTicking()
+		assert.Equal(t, 3, windowAt(b, at).Requests, "at +%dm30s", m)
+		assert.Equal(t, 3, windowAt(b, at.Add(40*time.Minute)).Requests, "at +%dm30s, 40 minutes on", m)
+	}
+}
+
+// TestBudgetsReloadsUnderLoadCountEveryRequest: workers giving one host
+// four windows in turn, each request a reload, count every request
+// exactly once.
+func TestBudgetsReloadsUnderLoadCountEveryRequest(t *testing.T) {
+	bs := NewBudgets()
+	windows := []time.Duration{time.Hour, 2 * time.Hour, 90 * time.Minute, 10 * time.Hour}
+	const workers, each = 8, 2000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range each {
+				bs.For("h", BudgetConfig{Window: windows[(w+n)%len(windows)]}).Record()
+			}
+		}()
+	}
+	wg.Wait()
+	b := bs.For("h", BudgetConfig{Window: time.Hour})
+	defer b.stopTicking()
+	assert.Equal(t, workers*each, b.Stats().Requests)
+}
+
+// TestBudgetsTwoWindowsCountEveryRequest: two transports sharing one
+// Budgets with windows of 1 h and 2 h, 4,800 requests at once over
+// loopback: every request is counted, so the allowance is a fifth of them.
+func TestBudgetsTwoWindowsCountEveryRequest(t *testing.T) {
+	u := newUpstream(t, always(http.StatusOK))
+	base := &http.Transport{MaxIdleConnsPerHost: 16}
+	defer base.CloseIdleConnections()
+	bs := NewBudgets()
+	policy := func(w time.Duration) Option {
+		return WithPolicy(Policy{MaxRetries: 2, Budget: BudgetConfig{Window: w}})
+	}
+	clients := []*http.Client{
+		{Transport: New(base, WithBudgets(bs), policy(time.Hour))},
+		{Transport: New(base, WithBudgets(bs), policy(2*time.Hour))},
+	}
+	const workers, each = 16, 300
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				resp, err := clients[w%2].Get(u.URL)
+				if !assert.NoError(t, err) {
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, workers*each, u.calls.Load())
+	b := bs.For(strings.TrimPrefix(u.URL, "http://"), BudgetConfig{Window: time.Hour})
+	defer b.stopTicking()
+	s := b.Stats()
+	assert.Equal(t, workers*each, s.Requests)
+	assert.Equal(t, workers*each/5, s.Allowance)
 }

@@ -513,22 +513,22 @@ func TestALearnedCopyIsOneReservationUnderItsCap(t *testing.T) {
 	recordTimes(b, 100, bt0)
 	var last reservation
 	for i := range 10 {
-		res, ok := b.reserveAt(bt0, 0.95)
+		res, ok := reserved(b.reserveAt(bt0, 0.95))
 		require.True(t, ok, "copy %d", i+1)
 		last = res
 	}
-	_, ok := b.reserveAt(bt0, 0.95)
+	_, ok := reserved(b.reserveAt(bt0, 0.95))
 	assert.False(t, ok, "the 11th copy is over the cap")
 	assert.Equal(t, 10, b.statsAt(bt0).Retries)
 	last.refund()
 	assert.Equal(t, 9, b.statsAt(bt0).Retries, "the refund gives back the resend")
-	_, ok = b.reserveAt(bt0, 0.95)
+	_, ok = reserved(b.reserveAt(bt0, 0.95))
 	assert.True(t, ok, "and the copy under the cap")
 	for range 10 {
-		_, ok = b.reserveAt(bt0, 0)
+		_, ok = reserved(b.reserveAt(bt0, 0))
 		require.True(t, ok, "resends are under the share alone")
 	}
-	_, ok = b.reserveAt(bt0, 0)
+	_, ok = reserved(b.reserveAt(bt0, 0))
 	assert.False(t, ok, "the share: 20")
 }
 
@@ -539,23 +539,26 @@ func TestResendsAndCopiesShareTheShareNotTheCap(t *testing.T) {
 		b := newTestBudget(BudgetConfig{MinRetries: -1})
 		recordTimes(b, 100, bt0) // share 20; cap at q 0.95: 10
 		for i := range 10 {
-			_, ok := b.reserveAt(bt0, 0)
+			_, ok := reserved(b.reserveAt(bt0, 0))
 			require.True(t, ok, "resend %d", i+1)
 		}
 		for i := range 10 {
-			_, ok := b.reserveAt(bt0, 0.95)
+			_, ok := reserved(b.reserveAt(bt0, 0.95))
 			require.True(t, ok, "copy %d beside 10 resends", i+1)
 		}
 	})
 	t.Run("a resend's refund gives back no copy", func(t *testing.T) {
 		b := newTestBudget(BudgetConfig{Percent: 100, MinRetries: -1})
 		recordTimes(b, 10, bt0) // share 10; cap at q 0.95: 1
-		_, ok := b.reserveAt(bt0, 0.95)
+		_, ok := reserved(b.reserveAt(bt0, 0.95))
 		require.True(t, ok, "the one copy")
-		resend, ok := b.reserveAt(bt0, 0)
+		resend, ok := reserved(b.reserveAt(bt0, 0))
 		require.True(t, ok)
 		resend.refund()
-		_, ok = b.reserveAt(bt0, 0.95)
+		_, ok = reserved(b.reserveAt(bt0, 0.95))
 		assert.False(t, ok, "the cap still holds its copy")
 	})
 }
+
+// reserved is reserveAt's answer as granted or not.
+func reserved(res reservation, refused Reason) (reservation, bool) { return res, refused == 0 }

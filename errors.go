@@ -9,6 +9,15 @@ import (
 
 // Errors of RetryTransport's own making. Errors returned by RoundTrip wrap
 // their cause, so errors.Is finds it (for example context.Canceled).
+//
+// An error an Event carries (Event.Err) is the failure itself: the
+// base's error as it came, or one of httpretry's own without the
+// "httpretry: " prefix, since the event is httpretry's already and the
+// error RoundTrip or a body's Read returns wraps it behind one prefix. So
+// no Event's error starts with the prefix, and no returned error repeats
+// it. The unexported errors below that can be an attempt's failure, or a
+// response body's break, are written without it; the sentinels a caller
+// may match keep it, and attemptTimeout leaves it out of its text.
 var (
 	// ErrAttemptTimeout ends an attempt that got no response headers within
 	// PerTryTimeout; it is retried like a network failure. The error also
@@ -20,7 +29,7 @@ var (
 
 	errNilRequest  = errors.New("httpretry: nil request")
 	errNilURL      = errors.New("httpretry: nil request URL")
-	errNilResponse = errors.New("httpretry: base RoundTripper returned neither a response nor an error")
+	errNilResponse = errors.New("base RoundTripper returned neither a response nor an error")
 )
 
 // ErrBodyChanged ends a response body that broke and could not be resumed
@@ -32,7 +41,7 @@ var ErrBodyChanged = errors.New("httpretry: the response body changed before the
 
 // errBodyIdle is the read error of a response body that delivered no byte
 // for Resume.Idle.
-var errBodyIdle = errors.New("httpretry: response body delivered no byte for Resume.Idle")
+var errBodyIdle = errors.New("response body delivered no byte for Resume.Idle")
 
 // errPastEnd ends a resumable response body that goes on past the last
 // byte its headers declare (Policy.Resume): the bytes beyond are not
@@ -48,19 +57,19 @@ var ErrInvalidPolicy = errors.New("httpretry: invalid policy")
 
 // errOvertaken is the failure of a hedged round's first attempt that a
 // copy to another origin overtook (see tellOvertaken).
-var errOvertaken = errors.New("httpretry: no response headers before a copy to another origin answered")
+var errOvertaken = errors.New("no response headers before a copy to another origin answered")
 
 // errBodyGone is returned to an attempt whose next body bytes were read by
 // another attempt and could not be kept, because the body outgrew
 // MaxReplayBytes.
-var errBodyGone = errors.New("httpretry: request body is no longer replayable")
+var errBodyGone = errors.New("request body is no longer replayable")
 
 // errBodyClosed is returned by a Read after Close.
-var errBodyClosed = errors.New("httpretry: read on closed request body")
+var errBodyClosed = errors.New("read on closed request body")
 
 // errBodyRevoked is returned to an attempt that was discarded while its
 // transport was still sending the body, once a resend has taken it over.
-var errBodyRevoked = errors.New("httpretry: request body taken over by a resend")
+var errBodyRevoked = errors.New("request body taken over by a resend")
 
 // errBackoffSyntax says what a Backoff's text may be.
 var errBackoffSyntax = errors.New("want none, fixed(d), exponential(initial, max) or exponentialJitter(initial, max), " +

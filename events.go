@@ -98,6 +98,11 @@ const (
 	// because the resource changed (another validator, a 416, or a 206 of
 	// another range); the read fails with ErrBodyChanged.
 	ReasonBodyChanged
+	// ReasonCopyCap: a hedged copy under a learned delay (Hedge.Quantile)
+	// was refused by its origin's cap on such copies, ⌈2·(1 − Quantile)⌉
+	// times the requests of the budget's window (BudgetStats.Copies
+	// counts them), though the retry budget may have had room.
+	ReasonCopyCap
 )
 
 var reasonNames = [...]string{
@@ -111,6 +116,7 @@ var reasonNames = [...]string{
 	ReasonCanceled:          "canceled",
 	ReasonWaitBudget:        "wait-budget",
 	ReasonBodyChanged:       "body-changed",
+	ReasonCopyCap:           "copy-cap",
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or
@@ -134,7 +140,9 @@ type Event struct {
 	// Status is that attempt's status code, 0 when it failed with an error.
 	Status int
 	// Err is the error that attempt failed with, nil when it got a
-	// response.
+	// response: the base's error as it came, or one of httpretry's own
+	// without the "httpretry: " prefix, which the error the caller gets
+	// puts before it once.
 	Err error
 	// Delay is the wait before the next attempt (EventRetry, EventResume),
 	// how long the attempt went without response headers before the copy

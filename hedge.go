@@ -254,7 +254,7 @@ func (h *hedgedRound) hedge() bool {
 		if claimed {
 			c.unclaimProbe(tg)
 		}
-		if reason == ReasonBudget {
+		if reason == ReasonBudget || reason == ReasonCopyCap {
 			tg = h.origin // whose budget refused
 		}
 		h.hedging = false
@@ -296,12 +296,16 @@ func (h *hedgedRound) copyTarget(now time.Time) (s plan, tg *target, claimed boo
 }
 
 // charge reserves one copy on the budget of the round's origin, and under
-// a learned delay counts it against that origin's cap on copies.
+// a learned delay counts it against that origin's cap on copies: the
+// reason is ReasonCopyCap when the cap refused it, ReasonBudget when the
+// budget did. A disabled budget charges nothing and has no cap.
 func (h *hedgedRound) charge(now time.Time) Reason {
-	if _, ok := h.c.reserve(h.origin, now, h.c.p.hedge.Quantile); !ok {
-		return ReasonBudget
+	b := h.c.budgetOf(h.origin)
+	if b == nil {
+		return 0
 	}
-	return 0
+	_, refused := b.reserveAt(now, h.c.p.hedge.Quantile)
+	return refused
 }
 
 // hedgeAfter is how long a round whose first attempt went to tg waits

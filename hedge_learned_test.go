@@ -446,8 +446,9 @@ func TestLearnedHedgeDelayIsTheFirstOrigins(t *testing.T) {
 
 // With Quantile 0.95, an origin's window of N requests grants at most
 // ⌈0.1·N⌉ learned copies, at least 1, cold or warm; the rest are refused
-// for the budget. With the origin's budget off there is no window and no
-// cap.
+// for the cap (ReasonCopyCap), not the budget, which has room, and the
+// window's stats show the copies counted against the cap. With the
+// origin's budget off there is no window and no cap.
 func TestLearnedCopiesAreCapped(t *testing.T) {
 	const requests = 25 // in one window; 28 samples, too few to move the estimate
 	var every []int
@@ -493,13 +494,19 @@ func TestLearnedCopiesAreCapped(t *testing.T) {
 					switch events[0].Reason {
 					case 0:
 						granted = append(granted, i)
-					case ReasonBudget:
+					case ReasonCopyCap:
+						assert.Equal(t, "http://"+apiHost, events[0].Origin, "request %d: the cap of the round's origin", i)
 					default:
 						t.Fatalf("request %d: copy refused for %v", i, events[0].Reason)
 					}
 				}
 				assert.Equal(t, tc.granted, granted)
 				assert.EqualValues(t, requests+len(tc.granted), base.n.Load())
+				if !tc.disabled {
+					s := bs.For(apiHost, p.Budget).Stats()
+					assert.Equal(t, BudgetStats{Requests: requests, Retries: 3, Allowance: 250, Credit: 10, Copies: 3},
+						BudgetStats{Requests: s.Requests, Retries: s.Retries, Allowance: s.Allowance, Credit: s.Credit, Copies: s.Copies})
+				}
 			})
 		})
 	}

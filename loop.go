@@ -140,11 +140,15 @@ func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
 	c.drop(*o)
 	o.resp = nil
 	reason, err := c.sleep(d)
-	if err != nil {
-		next.release()
-		c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
+	if err == nil {
+		return nil
 	}
-	return err
+	next.release()
+	c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Status: st, Err: err, Reason: reason}, o.a.tg)
+	if ctxErr := c.req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return fmt.Errorf("httpretry: %w", err)
+	}
+	return c.giveUpError(reason, o.a.tg, err) // the wait would cross a deadline
 }
 
 // pay pays for the plan next decides at now, and commits it: a
@@ -172,7 +176,7 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 			c.commit(s)
 			return s, reservation{}, 0
 		}
-		if res, ok := c.reserve(tg, now, 0); ok {
+		if res, ok := c.reserve(tg, now); ok {
 			c.commit(s)
 			return s, res, 0
 		}
@@ -183,17 +187,17 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 	}
 }
 
-// reserve charges one attempt drawn on the pool to tg's budget at now, a
-// learned copy under its cap too (q > 0, see Budget.reserveAt): the one
-// reservation of a resend, a hedged copy and a resume request, for the
-// loop to refund if the attempt never goes. ok is false when the budget
-// refuses; a disabled budget charges nothing.
-func (c *call) reserve(tg *target, now time.Time, q float64) (reservation, bool) {
+// reserve charges one resend or resume request drawn on the pool to tg's
+// budget at now, for the loop to refund if the attempt never goes. ok is
+// false when the budget refuses; a disabled budget charges nothing. A
+// hedged copy is charged by hedgedRound.charge.
+func (c *call) reserve(tg *target, now time.Time) (reservation, bool) {
 	b := c.budgetOf(tg)
 	if b == nil {
 		return reservation{}, true
 	}
-	return b.reserveAt(now, q)
+	res, refused := b.reserveAt(now, 0)
+	return res, refused == 0
 }
 
 // commit applies a paid plan to the call: its candidate has had an
@@ -265,8 +269,7 @@ func (c *call) crosses(d time.Duration) bool {
 // not yet reached is no context error: the error does not wrap one.
 func (c *call) sleep(d time.Duration) (Reason, error) {
 	if c.crosses(d) {
-		return ReasonDeadline, fmt.Errorf("httpretry: %s after %d attempt(s): the wait of %v would cross it",
-			ReasonDeadline, c.sent, d)
+		return ReasonDeadline, fmt.Errorf("the wait of %v would cross the deadline", d)
 	}
 	ctx := c.req.Context()
 	if d > 0 {
@@ -283,7 +286,7 @@ func (c *call) sleep(d time.Duration) (Reason, error) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = ReasonDeadline
 		}
-		return reason, fmt.Errorf("httpretry: context ended while waiting to resend: %w", err)
+		return reason, fmt.Errorf("context ended while waiting to resend: %w", err)
 	}
 	return 0, nil
 }
@@ -315,14 +318,24 @@ func (c *call) giveUp(o outcome, reason Reason, about *target) (*http.Response, 
 	if c.answer != nil && c.req.Context().Err() == nil {
 		return c.answer, nil // a caller who gave up gets its context's error
 	}
-	return nil, c.giveUpError(reason, o.err)
+	return nil, c.giveUpError(reason, about, o.err)
 }
 
-func (c *call) giveUpError(reason Reason, err error) error {
-	if ctxErr := c.req.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", reason, c.sent, err, ctxErr)
+// giveUpError is the error a request that ends on err for reason returns:
+// it says why, whose budget for a spent one, and wraps err and the
+// context's error if the context ended.
+func (c *call) giveUpError(reason Reason, about *target, err error) error {
+	why := reason.String()
+	switch reason {
+	case ReasonBudget:
+		why = "retry budget of " + about.host + " spent"
+	case ReasonWaitBudget:
+		why = "wait budget spent"
 	}
-	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", reason, c.sent, err)
+	if ctxErr := c.req.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", why, c.sent, err, ctxErr)
+	}
+	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, c.sent, err)
 }
 
 // emit tells the observers of e, which concerns an attempt to tg. An

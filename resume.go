@@ -441,7 +441,7 @@ func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
 
 // answered is the error of a resume request answered with resp.
 func answered(resp *http.Response) error {
-	return fmt.Errorf("httpretry: resume request answered %s", resp.Status)
+	return fmt.Errorf("resume request answered %s", resp.Status)
 }
 
 // newCall makes the call that sends the resume requests: to the body's
@@ -481,7 +481,7 @@ func (b *resumeBody) plan(now time.Time) (time.Duration, reservation, Reason) {
 	if reason != 0 {
 		return 0, reservation{}, reason
 	}
-	res, ok := c.reserve(&c.targets[s.to], now, 0)
+	res, ok := c.reserve(&c.targets[s.to], now)
 	if !ok {
 		return 0, reservation{}, ReasonBudget
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"slices"
@@ -473,6 +474,7 @@ func (run *simRun) checkEnd() {
 		run.checkHedgeEvents(sr)
 		run.checkCopiesHome(sr)
 		run.checkUpgrade(sr)
+		run.checkErrorPrefixes(sr)
 		run.checkDemoteOff(sr)
 		if sr.respBody >= 0 && sr.plan.readResp && sr.panicVal == nil {
 			if b := run.bodies[sr.respBody]; b.obj != nil && run.resumable(sr, b.att) != "" {
@@ -931,10 +933,7 @@ func (run *simRun) checkBudgets() {
 	if cfgB.Disabled {
 		return
 	}
-	w := cfgB.Window
-	if w == 0 {
-		w = 10 * time.Second
-	}
+	w, _ := run.budgetWindows()
 	if time.Since(run.t0) >= w-w/10 {
 		return
 	}
@@ -971,6 +970,22 @@ func (run *simRun) checkBudgets() {
 		for _, s := range stats {
 			retries += s.Retries
 		}
+		// The learned copies sent, charged to the origin of their round,
+		// and the loosest cap on them any policy of the run applies.
+		copies := map[*simOrigin]int{}
+		capShare := 0.0
+		for _, sr := range reqs {
+			q := sr.pol.Hedge.Quantile
+			if q == 0 {
+				continue
+			}
+			capShare = max(capShare, 2*(1-q))
+			for _, a := range sr.attempts {
+				if k, _ := sr.announcement(a.n); k == httpretry.EventHedge {
+					copies[sr.roundOrigin(a.n)]++
+				}
+			}
+		}
 		// A resend is charged to the origin it goes to; a copy to the
 		// origin of its round's first attempt, wherever it goes (point 20).
 		charged := map[*simOrigin]int{}
@@ -991,8 +1006,21 @@ func (run *simRun) checkBudgets() {
 		}
 		for _, o := range run.cfg.origins {
 			s := stats[o.key]
-			upper, lower := 0, 0
+			upper, lower, recorded, unsent := 0, 0, 0, 0
 			for _, sr := range reqs {
+				// Exactly: a request is recorded once by each origin it
+				// goes to, unless it passes through untouched (no
+				// resend, no fallback, no time bound); and by one it was
+				// about to go to when an observer panicked, or its give-up
+				// came before the attempt announced there.
+				switch {
+				case sr.firstTo(o) != nil:
+					if !sr.passesThrough() || sr.pol.PerTryTimeout != 0 || sr.pol.Deadline != 0 {
+						recorded++
+					}
+				case sr.panicked || sr.announcedTo(o):
+					unsent++
+				}
 				for _, c := range sr.cands {
 					if c == o {
 						upper++
@@ -1011,6 +1039,30 @@ func (run *simRun) checkBudgets() {
 			if s.Requests < lower {
 				run.violate(nil, "budget-requests", "%s records %d requests, %d requests sent to it",
 					o.key, s.Requests, lower)
+			}
+			if run.cfg.twoWindows {
+				run.tally["two windows: origins counted exactly"]++
+			}
+			if run.cfg.twoWindows && (s.Requests < recorded || s.Requests > recorded+unsent) {
+				run.violate(nil, "two-windows-counted", "%s, under two windows, counts %d requests, "+
+					"%d were recorded (and %d more may have been)", o.key, s.Requests, recorded, unsent)
+			}
+			if s.Copies != copies[o] {
+				run.violate(nil, "budget-copies", "%s counts %d learned copies, %d were sent in rounds it began",
+					o.key, s.Copies, copies[o])
+			}
+			if limit := max(int(math.Ceil(capShare*float64(s.Requests)*(1-1e-9))), 1); s.Copies > limit {
+				run.violate(nil, "copy-cap-bound", "%s counts %d learned copies in a window of %d requests "+
+					"(cap %d)", o.key, s.Copies, s.Requests, limit)
+			}
+			for _, sr := range reqs {
+				for _, e := range sr.events {
+					if e.Kind == httpretry.EventHedge && e.Reason == httpretry.ReasonCopyCap &&
+						e.Origin == o.url && s.Copies == 0 {
+						run.violate(sr, "copy-cap-refused", "copy %d refused for the cap of %s, "+
+							"which counts no learned copy", e.Attempt, o.key)
+					}
+				}
 			}
 			if s.Retries != charged[o] {
 				run.violate(nil, "budget-charged-to", "%s granted %d resends, %d were resends to it or copies "+
@@ -1266,10 +1318,7 @@ func jsonAlone[T comparable](run *simRun, name string, v T, inPolicy json.RawMes
 // hedge delay, is forgotten by the next sweep (DESIGN 8, 15, 17, 18).
 func (run *simRun) checkSweep() {
 	cfgB := run.cfg.policies[0].Budget
-	w := cfgB.Window
-	if w == 0 {
-		w = 10 * time.Second
-	}
+	_, w := run.budgetWindows()
 	floor := cfgB.MinRetries
 	if floor == 0 {
 		floor = 10
@@ -1324,6 +1373,62 @@ func (run *simRun) checkSweep() {
 				host, idle, s)
 			return true
 		})
+	}
+}
+
+// announcedTo reports whether an event of sr announced an attempt to o.
+func (sr *simReq) announcedTo(o *simOrigin) bool {
+	for _, e := range sr.events {
+		if announces(e.Event) && e.Origin == o.url {
+			return true
+		}
+	}
+	return false
+}
+
+// budgetWindows returns the shortest and the longest budget Window of
+// the run's transports, 0 read as the default 10 s: two differ when
+// twoWindows.
+func (run *simRun) budgetWindows() (shortest, longest time.Duration) {
+	for _, p := range run.cfg.policies {
+		w := p.Budget.Window
+		if w == 0 {
+			w = 10 * time.Second
+		}
+		if shortest == 0 || w < shortest {
+			shortest = w
+		}
+		longest = max(longest, w)
+	}
+	return shortest, longest
+}
+
+// checkErrorPrefixes: an Event's error never starts with "httpretry: "
+// (the base's error as it came, or httpretry's own bare), and the error
+// RoundTrip returns carries the prefix once, first (point 23). A learned
+// copy the cap refused is told as ReasonCopyCap only under a learned
+// delay with a budget.
+func (run *simRun) checkErrorPrefixes(sr *simReq) {
+	if run.cfg.nested {
+		return // the inner httpretry is the outer's base: its errors come prefixed
+	}
+	for _, e := range sr.events {
+		if e.Err != nil && strings.HasPrefix(e.Err.Error(), "httpretry: ") {
+			run.violate(sr, "event-error-prefix", "%s event of attempt %d carries %q", e.Kind, e.Attempt, e.Err)
+		}
+		if e.Reason == httpretry.ReasonCopyCap {
+			run.tally["copies refused by the cap"]++
+		}
+		if e.Reason == httpretry.ReasonCopyCap && (e.Kind != httpretry.EventHedge || sr.pol.Hedge.Quantile == 0 ||
+			sr.pol.Budget.Disabled) {
+			run.violate(sr, "copy-cap-reason", "%s event of attempt %d says copy-cap under %+v", e.Kind,
+				e.Attempt, sr.pol.Hedge)
+		}
+	}
+	if sr.err != nil && sr.panicVal == nil {
+		if msg := sr.err.Error(); !strings.HasPrefix(msg, "httpretry: ") || strings.Count(msg, "httpretry: ") != 1 {
+			run.violate(sr, "error-prefix", "RoundTrip returned %q", msg)
+		}
 	}
 }
 

@@ -22,6 +22,11 @@ type runConfig struct {
 	// client of the same upstreams).
 	policies      []httpretry.Policy
 	sharedBudgets bool
+	// twoWindows gives the second transport sharing the Budgets another
+	// budget Window than the first's: two windows over one origin, each
+	// request of one after one of the other a reload of the window under
+	// load (point 23).
+	twoWindows bool
 	// nested wraps each transport around an inner httpretry with the
 	// policy inner (which has no fallbacks of its own).
 	nested bool
@@ -416,6 +421,14 @@ func drawMixed(seed uint64) *runConfig {
 			cp.reqs = append(cp.reqs, q)
 		}
 		cfg.clients = append(cfg.clients, cp)
+	}
+	if cfg.sharedBudgets && r.IntN(2) == 0 {
+		w := budget.Window
+		if w == 0 {
+			w = 10 * time.Second
+		}
+		cfg.twoWindows = true
+		cfg.policies[1].Budget.Window = pick(r, w/2, 2*w)
 	}
 	return cfg
 }

@@ -32,7 +32,11 @@ import (
 // the policy and per request; every backoff kind with or without a wait
 // budget; RetryOn (with a status that is no failure now and then);
 // PerTryTimeout, Deadline, MaxRetryAfter, MaxReplayBytes; budgets
-// default, strict, tiny or disabled, shared by two transports or not;
+// default, strict, tiny or disabled, shared by two transports or not, and
+// when shared under two windows (the second's Window half or twice the
+// first's, so that each switch between them reloads the window under
+// load: every request counted exactly, learned copies counted against
+// their cap and a refusal by it told as copy-cap);
 // hedging off, fixed or learned with Max 1-3, its copies kept at the
 // request's own origin (SameOrigin) or not; 0-3 fallbacks in the policy
 // and per request; demotion by default (a zero Demote), set or turned off

@@ -105,7 +105,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // RoundTripper contract and giving its error the package's prefix.
 func passThrough(base http.RoundTripper, req *http.Request) (*http.Response, error) {
 	resp, err := checkOutcome(base.RoundTrip(req))
-	if err != nil && err != errNilResponse {
+	if err != nil {
 		err = fmt.Errorf("httpretry: %w", err)
 	}
 	return resp, err
