@@ -571,11 +571,15 @@ func (b *resumeBody) giveUp(reason Reason, status int, last error) error {
 	case reason == ReasonBodyChanged:
 		return fmt.Errorf("%w (after %d bytes): %w", ErrBodyChanged, off, b.cause)
 	}
+	why := reason.String()
+	if reason == ReasonBudget {
+		why = "retry budget of " + b.origin.host + " spent" // whose, as the loop says
+	}
 	const broke = "httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s)"
 	if last != nil {
-		return fmt.Errorf(broke+": %w: %w", off, reason, b.resumes, last, b.cause)
+		return fmt.Errorf(broke+": %w: %w", off, why, b.resumes, last, b.cause)
 	}
-	return fmt.Errorf(broke+": %w", off, reason, b.resumes, b.cause)
+	return fmt.Errorf(broke+": %w", off, why, b.resumes, b.cause)
 }
 
 // emit tells the observers of e, about the body's origin, as the call's

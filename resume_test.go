@@ -364,7 +364,9 @@ func TestResumeBudgetRefuses(t *testing.T) {
 	got, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
-	assert.Contains(t, err.Error(), "budget")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	assert.Contains(t, err.Error(), "not resumed: retry budget of "+host+" spent after 0 resume request(s)",
+		"whose budget, as a resend's give-up says")
 	assert.Equal(t, 100_000, len(got))
 	assert.Len(t, o.asked(), 1)
 	assert.Equal(t, ReasonBudget, rec.giveUp(t))
