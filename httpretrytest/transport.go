@@ -25,12 +25,18 @@ var _ http.RoundTripper = (*Transport)(nil)
 
 // Attempt is what a Transport received in one attempt.
 type Attempt struct {
-	N      int         // the attempt's number, as httpretry.AttemptFromContext reports it
-	Method string      // the request's method
-	URL    string      // the request's URL, as URL.String writes it
-	Header http.Header // a copy of the request's header as it arrived
-	Body   string      // the request's body, read to its end
-	At     time.Time   // when the attempt arrived: virtual time inside a synctest bubble
+	// N is the attempt's number, as httpretry.AttemptFromContext reports
+	// it: 1 for the first, 2 for the first resend, hedged copy or resume.
+	N      int
+	Method string
+	URL    string // as URL.String writes it
+	// Header is a copy of the request's header as it arrived: with the
+	// Idempotency-Key, Range and If-Range httpretry added.
+	Header http.Header
+	Body   string // read to its end
+	// At is when the attempt arrived: virtual time inside a synctest
+	// bubble.
+	At time.Time
 }
 
 // script is a sequence of answers given in order, its last one repeated.
