@@ -1,11 +1,13 @@
 package httpretry
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -157,6 +159,34 @@ func TestBudgetsForgottenHostStopsTicking(t *testing.T) {
 	assert.True(t, b.rec.evicted.Load())
 	assert.Nil(t, b.cur.Load(), "no current bucket: the ticker is stopped")
 	assert.False(t, b.ticker.Stop(), "the ticker was already stopped")
+}
+
+// TestABudgetInABubbleStopsItsTimer: httpretrytest promises that a
+// transport and its budgets leave no timer in a synctest bubble once
+// their host is idle: the budget's ticker stops at the end of the first
+// slot with no request, 2 s after the last one here, and nothing else of
+// the transport outlives its request (synctest.Test fails on a goroutine
+// left blocked).
+func TestABudgetInABubbleStopsItsTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bs := NewBudgets()
+		p := fastPolicy(2)
+		p.Budget = BudgetConfig{}
+		rt := New(newScripted(statusThenOK(503, nil, 1)), WithPolicy(p), WithBudgets(bs))
+		resp, err := get(t, rt, context.Background())
+		require.NoError(t, err)
+		resp.Body.Close()
+		b := bs.For("api.example.com", BudgetConfig{})
+		require.NotNil(t, b.cur.Load(), "ticking while the host is busy")
+
+		time.Sleep(time.Second)
+		synctest.Wait() // the tick due now has run
+		assert.NotNil(t, b.cur.Load(), "the slot after the request's is still counted")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Nil(t, b.cur.Load(), "a slot with no request stops the ticker")
+		assert.False(t, b.ticker.Stop(), "no timer is set")
+	})
 }
 
 // The idle sweep keeps a host that is demoted or has learned a hedge

@@ -36,8 +36,9 @@ func demote(*flakyServer) {
 	// DefaultPolicy's After, with For and Max shortened from 1s and 30s so
 	// that the story takes about two seconds.
 	p.Demote = httpretry.Demote{After: 5, For: 200 * time.Millisecond, Max: 800 * time.Millisecond}
-	fmt.Fprintf(out, "  policy: Fallbacks [standby], Demote{After: %d, For: %v, Max: %v}; a GET every 40ms; first attempt to P primary, S standby\n",
+	fmt.Fprintf(out, "  policy: Fallbacks [standby], Demote{After: %d, For: %v, Max: %v}\n",
 		p.Demote.After, p.Demote.For, p.Demote.Max)
+	fmt.Fprintln(out, "  a GET every 40ms; its first attempt went to P primary, S standby")
 	var l log
 	base := &firstOrigin{base: http.DefaultTransport.(*http.Transport).Clone()}
 	rt := httpretry.New(base, httpretry.WithPolicy(p), httpretry.WithObserver(l.observe))

@@ -39,14 +39,16 @@ func failover(*flakyServer) {
 
 	p := httpretry.DefaultPolicy()
 	p.Fallbacks = []string{standby.url}
-	fmt.Fprintf(out, "  policy: MaxRetries %d, Fallbacks %v (the standby); the primary is http://%s\n", p.MaxRetries, p.Fallbacks, primaryAddr)
+	fmt.Fprintf(out, "  policy: MaxRetries %d, Fallbacks [standby]\n", p.MaxRetries)
+	fmt.Fprintf(out, "  primary http://%s, standby %s\n", primaryAddr, standby.url)
 	var l log
 	c, rt := client(p, &l)
 	defer rt.CloseIdleConnections()
 	f := &failoverStory{primaryURL: "http://" + primaryAddr, standby: standby,
 		names: map[string]string{"http://" + primaryAddr: "primary", standby.url: "standby"}}
 
-	fmt.Fprintln(out, "  the primary is down (refuses connections): even a POST without a key never left, so it may go on")
+	fmt.Fprintln(out, "  the primary is down (refuses connections):")
+	fmt.Fprintln(out, "  even a POST without a key never left, so it may go on")
 	f.send(c, &l, request{http.MethodGet, "/report", "", ""})
 	f.send(c, &l, request{http.MethodPost, "/orders/c", "", "1 melon"})
 
@@ -88,16 +90,17 @@ func (f *failoverStory) send(c *http.Client, l *log, r request) {
 // describe renders one event of a request whose attempt went to at.
 func (f *failoverStory) describe(e httpretry.Event, at string) string {
 	o := f.names
-	head := fmt.Sprintf("attempt %d to %s (%s): %s", e.Attempt, o[at], at, outcomeOf(e))
+	head := fmt.Sprintf("attempt %d to %s: %s", e.Attempt, o[at], outcomeOf(e))
 	switch e.Kind {
 	case httpretry.EventFallback:
-		return fmt.Sprintf("%s -> fallback: attempt %d to %s (%s), at once", head, e.Attempt+1, o[e.Origin], e.Origin)
+		return fmt.Sprintf("%s -> fallback: attempt %d to %s, at once", head, e.Attempt+1, o[e.Origin])
 	case httpretry.EventRetry:
-		return fmt.Sprintf("%s -> retry: attempt %d to %s (%s) after %v", head, e.Attempt+1, o[e.Origin], e.Origin, e.Delay.Round(time.Millisecond))
+		return fmt.Sprintf("%s -> retry: attempt %d to %s after %v", head, e.Attempt+1, o[e.Origin], e.Delay.Round(time.Millisecond))
 	case httpretry.EventGiveUp:
 		why := ""
 		if e.Reason == httpretry.ReasonNotIdempotent {
-			why = ": it reached the " + o[e.Origin] + ", which may have acted on it; without an Idempotency-Key it is not sent to another origin"
+			why = "\n      it reached the " + o[e.Origin] + ", which may have acted on it:" +
+				"\n      without an Idempotency-Key it is not sent to another origin"
 		}
 		return fmt.Sprintf("%s -> gave up (%s)%s", head, e.Reason, why)
 	}

@@ -62,7 +62,8 @@ func learnedTail(*flakyServer) {
 				learned = s.HedgeAfter // the one origin
 				return false
 			})
-			fmt.Fprintf(out, "  %d GET with Hedge{Quantile: 0.95, Max: 1}: no copy until 32 answers are in, then a copy after the learned p95\n", len(took))
+			fmt.Fprintf(out, "  %d GET with Hedge{Quantile: 0.95, Max: 1}\n", len(took))
+			fmt.Fprintln(out, "    no copy until 32 answers are in, then a copy after the learned p95")
 			fmt.Fprintf(out, "    learned delay (BudgetStats.HedgeAfter): %v\n", learned.Round(10*time.Microsecond))
 			if len(waited) > 0 {
 				slices.Sort(waited)

@@ -47,8 +47,8 @@ func resume(*flakyServer) {
 	defer origin.close()
 
 	p := httpretry.DefaultPolicy()
-	fmt.Fprintf(out, "  policy: DefaultPolicy, Resume{Max: %d}; GET /report.bin, 4 MiB with an ETag, cut after 1 MiB and again 2 MiB later\n",
-		p.Resume.Max)
+	fmt.Fprintf(out, "  policy: DefaultPolicy, Resume{Max: %d}\n", p.Resume.Max)
+	fmt.Fprintln(out, "  GET /report.bin, 4 MiB with an ETag, cut after 1 MiB and again 2 MiB later")
 	var l log
 	c, rt := client(p, &l)
 	defer rt.CloseIdleConnections()

@@ -16,7 +16,8 @@ func init() {
 	scenarios = []scenario{
 		{title: "1. A flaky endpoint: two 503s, then 200",
 			run: one(httpretry.DefaultPolicy(), request{http.MethodGet, "/flaky", "", ""})},
-		{title: "2. Rate limited: 429 with Retry-After: 1 (waited, plus a random spread so that a crowd does not come back at once)",
+		{title: "2. Rate limited: 429 with Retry-After: 1\n" +
+			"   (waited, plus a random spread so that a crowd does not come back at once)",
 			run: one(httpretry.DefaultPolicy(), request{http.MethodGet, "/ratelimited", "", ""})},
 		{title: "3. A slow endpoint, bounded by PerTryTimeout 200ms",
 			run: one(perTry, request{http.MethodGet, "/slow", "", ""})},
@@ -26,7 +27,8 @@ func init() {
 			run: one(httpretry.DefaultPolicy(), request{http.MethodPost, "/orders/b", "order-7f3a", "3 pears"})},
 		{title: "6. A burst against a dead upstream: the budget stops the storm", run: burst},
 		{title: "7. One request in ten stalls: hedging after 20ms cuts the tail", run: tail},
-		{title: "8. Failover: the primary is down, the standby answers; an unkeyed POST the primary received is not failed over", run: failover},
+		{title: "8. Failover: the primary is down, the standby answers;\n" +
+			"   an unkeyed POST the primary received is not failed over", run: failover},
 		{title: "9. One attempt in fifty stalls 300 ms: hedging after the origin's learned 95th percentile", run: learnedTail},
 		{title: "10. A failing origin goes to the back: the primary goes down and comes back", run: demote},
 		{title: "11. A download cut twice mid-body: resumed from the byte it reached, not from 0", run: resume},
@@ -83,10 +85,12 @@ func burst(srv *flakyServer) {
 		}
 	}
 	calls := srv.calls.Load() - before
-	fmt.Fprintf(out, "  %d concurrent GET /down\n", clients)
-	fmt.Fprintf(out, "    resends granted: %d; every request ended with 503: %d when the budget refused a resend, %d after MaxRetries\n",
-		retries, reasons[httpretry.ReasonBudget], reasons[httpretry.ReasonExhausted])
-	fmt.Fprintf(out, "    => server saw %d calls for %d requests: amplification %.2f (without a budget: up to %d)\n",
+	fmt.Fprintf(out, "  %d concurrent GET /down, every call answered 503\n", clients)
+	fmt.Fprintf(out, "    resends granted: %d of the %d that MaxRetries %d allows\n",
+		retries, clients*p.MaxRetries, p.MaxRetries)
+	fmt.Fprintf(out, "    gave up: %d requests when the budget refused a resend, %d when MaxRetries ran out\n",
+		reasons[httpretry.ReasonBudget], reasons[httpretry.ReasonExhausted])
+	fmt.Fprintf(out, "    => server saw %d calls for %d requests: amplification %.2f (no budget: up to %d)\n",
 		calls, clients, float64(calls)/clients, clients*(p.MaxRetries+1))
 }
 
