@@ -132,7 +132,8 @@ type benchAttemptKey struct{}
 // bare-own-context makes them with the second request a clone carrying a
 // context value of its own, the least a resend costs that tells the base
 // which attempt it is (AttemptFromContext) and never hands it a request
-// an earlier attempt may still be reading.
+// an earlier attempt may still be reading. The stub sits behind an
+// *http.Transport, a plain base.
 func BenchmarkResend(b *testing.B) {
 	p := DefaultPolicy()
 	p.Backoff = NoBackoff()
@@ -144,7 +145,7 @@ func BenchmarkResend(b *testing.B) {
 			name = "bare-own-context"
 		}
 		b.Run(name, func(b *testing.B) {
-			c := &http.Client{Transport: &flakyStub{}}
+			c := &http.Client{Transport: plainBase(&flakyStub{})}
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range 2 {
@@ -162,7 +163,7 @@ func BenchmarkResend(b *testing.B) {
 		})
 	}
 	b.Run("httpretry", func(b *testing.B) {
-		c := &http.Client{Transport: New(&flakyStub{}, WithPolicy(p))}
+		c := &http.Client{Transport: New(plainBase(&flakyStub{}), WithPolicy(p))}
 		b.ReportAllocs()
 		for b.Loop() {
 			resp, err := c.Do(req)
