@@ -82,6 +82,17 @@ func TestWrappingTwiceNeverMultiplies(t *testing.T) {
 		assert.Equal(t, 4, get(rt))
 		assert.Equal(t, 4, get(rt))
 	})
+	t.Run("an outer that passes through", func(t *testing.T) {
+		// Its policy makes no resend, so the inner makes none either,
+		// and the outer, as it passes the request through, tells nothing.
+		inner := New(base, WithPolicy(fastPolicy(3)))
+		var rec recorder
+		for _, rt := range []http.RoundTripper{New(inner, WithObserver(rec.observe), WithPolicy(Policy{})),
+			New(forward{inner}, WithObserver(rec.observe), WithPolicy(Policy{}))} {
+			assert.Equal(t, 1, get(rt))
+		}
+		assert.Empty(t, rec.all())
+	})
 }
 
 // forward is a middleware that only forwards: an opaque base.

@@ -212,11 +212,10 @@ func (r *route) ownTarget() target {
 // candidate besides the own origin.
 func (r *route) demoting() bool { return r.moves && r.p.demote.after > 0 }
 
-// passes reports whether r goes out once, as it is: no resend, nowhere
-// else to go, no time bound, and no httpretry inside to tell, or one
-// that the outer's mark, which r already carries, tells.
+// passes reports whether r goes out once, as it is but for the mark an
+// opaque base needs: no resend, nowhere else to go, no time bound.
 func (r *route) passes() bool {
-	return r.maxRetries == 0 && !r.moves && r.p.untimed && (!r.marks || r.nested)
+	return r.maxRetries == 0 && !r.moves && r.p.untimed
 }
 
 // fast reports whether r's first attempt can be the caller's own request,
@@ -228,12 +227,18 @@ func (r *route) fast() bool {
 
 // passThrough sends r once, as it is, holding the base to the RoundTripper
 // contract and giving its error the package's prefix. Sent for an outer
-// httpretry, it is still a request in the origin's budget.
+// httpretry, it is still a request in the origin's budget, and carries
+// that outer's mark already; otherwise an opaque base gets it marked, so
+// that an httpretry inside makes no resends where this policy makes none.
 func (r *route) passThrough() (*http.Response, error) {
 	if r.nested && r.budgeted {
 		r.t.budgets.forKey(r.own.host, r.p.budget).Record()
 	}
-	return passThrough(r.t.base, r.req)
+	req := r.req
+	if r.marks && !r.nested {
+		req = markFirst(req)
+	}
+	return passThrough(r.t.base, req)
 }
 
 // sendFast sends the caller's own request as the first attempt, marked

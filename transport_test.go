@@ -629,6 +629,7 @@ func TestHappyPathDoesNotAllocate(t *testing.T) {
 		{"unkeyed POST under a hedging policy", hedging, post},
 		{"GET under an auto-keying policy", keying, req},
 		{"GET with a fallback", withFallbacks(DefaultPolicy(), "http://standby.example.com"), req},
+		{"GET passed through", Policy{}, req},
 	} {
 		bare := testing.AllocsPerRun(100, func() { plain.RoundTrip(tc.req) })
 		for want, base := range []http.RoundTripper{plain, opaque} {
