@@ -75,10 +75,7 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser, probes bool) (*
 	// Attempt 1 goes to a fallback when demotion put one first: it too
 	// needs its own request, with the fallback's URL.
 	if a.cancel != nil || n > 1 || tg.moved || c.body != nil || c.header != nil || c.nested || c.marks {
-		if !marked.Load() {
-			marked.Store(true)
-		}
-		a.ctx = attemptContext{ctx, n, c.t}
+		a.ctx = attemptContext{ctx, n}
 		if slot != nil {
 			// Copied out of a clone that stays on the stack.
 			*slot = *r.WithContext(&a.ctx)

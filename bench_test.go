@@ -22,25 +22,32 @@ func (stubTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // againstBare is the stub alone and httpretry over it, for one run to
-// compare.
+// compare. The stub sits behind an *http.Transport, a plain base as a
+// user's is, whose first attempts go unmarked (point 20).
 func againstBare() []struct {
 	name string
 	rt   http.RoundTripper
 } {
+	stub := plainBase(stubTransport{})
 	return []struct {
 		name string
 		rt   http.RoundTripper
 	}{
-		{"bare", stubTransport{}},
-		{"httpretry", New(stubTransport{})},
-		{"httpretry-fallbacks", New(stubTransport{}, WithPolicy(withFallbacks(DefaultPolicy(), "https://standby.example.com")))},
+		{"bare", stub},
+		{"httpretry", New(stub)},
+		{"httpretry-fallbacks", New(stub, WithPolicy(withFallbacks(DefaultPolicy(), "https://standby.example.com")))},
 	}
 }
 
 // BenchmarkGET is the happy path as users call it, through an http.Client:
-// a first attempt that succeeds.
+// a first attempt that succeeds. httpretry-opaque sends through a
+// middleware over the same stub, an opaque base whose every attempt
+// carries the nesting mark (point 20).
 func BenchmarkGET(b *testing.B) {
-	for _, tc := range againstBare() {
+	rows := againstBare()
+	rows = append(rows, rows[1])
+	rows[3].name, rows[3].rt = "httpretry-opaque", New(roundTripFunc(rows[0].rt.RoundTrip))
+	for _, tc := range rows {
 		b.Run(tc.name, func(b *testing.B) {
 			c := &http.Client{Transport: tc.rt}
 			req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/items", nil)
@@ -125,7 +132,8 @@ type benchAttemptKey struct{}
 // bare-own-context makes them with the second request a clone carrying a
 // context value of its own, the least a resend costs that tells the base
 // which attempt it is (AttemptFromContext) and never hands it a request
-// an earlier attempt may still be reading.
+// an earlier attempt may still be reading. The stub sits behind an
+// *http.Transport, a plain base.
 func BenchmarkResend(b *testing.B) {
 	p := DefaultPolicy()
 	p.Backoff = NoBackoff()
@@ -137,7 +145,7 @@ func BenchmarkResend(b *testing.B) {
 			name = "bare-own-context"
 		}
 		b.Run(name, func(b *testing.B) {
-			c := &http.Client{Transport: &flakyStub{}}
+			c := &http.Client{Transport: plainBase(&flakyStub{})}
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range 2 {
@@ -155,7 +163,7 @@ func BenchmarkResend(b *testing.B) {
 		})
 	}
 	b.Run("httpretry", func(b *testing.B) {
-		c := &http.Client{Transport: New(&flakyStub{}, WithPolicy(p))}
+		c := &http.Client{Transport: New(plainBase(&flakyStub{}), WithPolicy(p))}
 		b.ReportAllocs()
 		for b.Loop() {
 			resp, err := c.Do(req)

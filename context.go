@@ -112,11 +112,10 @@ func fallbacksFor(r *http.Request, p *hostPolicy) ([]origin, error) {
 
 // attemptContext carries an attempt's number to the middlewares inside
 // httpretry, and tells an httpretry inside it that the request is an
-// attempt of another (by, the transport that made it).
+// attempt of another.
 type attemptContext struct {
 	context.Context
-	n  int
-	by *RetryTransport
+	n int
 }
 
 type attemptKey struct{}
@@ -133,9 +132,10 @@ func (c *attemptContext) Value(key any) any {
 // meant for tracing and logging middlewares placed inside httpretry (as
 // its base), for example to set http.request.resend_count to the attempt
 // less one. A context that did not come from httpretry is a first attempt.
-// The first attempt of a request is usually the caller's own request,
-// untouched: AttemptFromContext then walks the context chain and finds
-// nothing, which costs httpretry nothing.
+// Over an *http.Transport the first attempt of a request is usually the
+// caller's own request, untouched: AttemptFromContext then walks the
+// context chain and finds nothing, which costs httpretry nothing. Over any
+// other base every attempt carries its number, the first too.
 //
 // With httpretry inside httpretry, it reports the innermost one's attempt.
 func AttemptFromContext(ctx context.Context) int {
@@ -145,25 +145,33 @@ func AttemptFromContext(ctx context.Context) int {
 	return 1
 }
 
-// marked is set once any attempt has had a context of its own: until
-// then no request can be an outer httpretry's attempt.
-var marked atomic.Bool
+// opaqueBuilt is set once New has built a transport with an opaque base:
+// until then no httpretry can be inside another, and no request can be an
+// outer's attempt.
+var opaqueBuilt atomic.Bool
 
 // fromOuterAttempt reports whether r is an attempt of an outer httpretry,
 // whose policy then governs it (point 20: wrapping twice never
-// multiplies). It tells that outer transport so, so that from then on
-// even its first attempts, which usually go out as the caller's own
-// request with no context to find, carry one.
+// multiplies). The outer's base is opaque, so every attempt of it carries
+// the mark, its first too.
 func fromOuterAttempt(r *http.Request) bool {
-	if !marked.Load() {
+	if !opaqueBuilt.Load() {
 		return false
 	}
-	ac, ok := r.Context().Value(attemptKey{}).(*attemptContext)
-	if !ok {
-		return false
-	}
-	if !ac.by.wrapsRetry.Load() {
-		ac.by.wrapsRetry.Store(true)
-	}
-	return true
+	_, ok := r.Context().Value(attemptKey{}).(*attemptContext)
+	return ok
+}
+
+// markedRequest is an opaque base's first attempt sent by the fast path:
+// the caller's request with a context that marks it, in one allocation.
+type markedRequest struct {
+	ctx attemptContext
+	req http.Request
+}
+
+// markFirst returns req marked as attempt 1, for an opaque base.
+func markFirst(req *http.Request) *http.Request {
+	m := &markedRequest{ctx: attemptContext{req.Context(), 1}}
+	m.req = *req.WithContext(&m.ctx) // copied out of a clone that stays on the stack
+	return &m.req
 }

@@ -145,6 +145,15 @@ func readAll(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
+// plainBase is rt behind an *http.Transport, which hands it every http
+// request (RegisterProtocol): a plain base (point 20), whose first
+// attempts go unmarked, as a user's *http.Transport is.
+func plainBase(rt http.RoundTripper) *http.Transport {
+	t := &http.Transport{}
+	t.RegisterProtocol("http", rt)
+	return t
+}
+
 // roundTripFunc adapts a function to http.RoundTripper.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 

@@ -24,8 +24,10 @@ type Policy struct {
 	// MaxRetries is the number of resends after the first attempt, at most
 	// 16. 0 turns retrying off: with no fallback origin and no
 	// PerTryTimeout or Deadline, requests pass through untouched, with no
-	// buffering and no extra work; the time bounds still hold, and each
-	// fallback origin still gets its one attempt.
+	// buffering and no extra work (over a base other than an
+	// *http.Transport, in a copy marked as attempt 1, so that an httpretry
+	// inside resends nothing either); the time bounds still hold, and
+	// each fallback origin still gets its one attempt.
 	MaxRetries int
 	// Backoff sets the wait before each resend; the zero value means
 	// DefaultBackoff.

@@ -166,6 +166,9 @@ func (run *simRun) checkAttempts(sr *simReq) {
 	run.mu.Lock()
 	atts := append([]*simAttempt(nil), sr.attempts...)
 	run.mu.Unlock()
+	// Nested, sr's bound is the outer's, however many first requests go
+	// at once and whatever is between the two transports (point 20): it
+	// implies calls ≤ requests × (1 + MaxRetries) per candidate.
 	if limit := len(sr.cands) + sr.maxRetries; len(atts) > limit {
 		run.violate(sr, "calls-bound", "%d upstream calls, more than %d candidates + %d resends",
 			len(atts), len(sr.cands), sr.maxRetries)
@@ -714,10 +717,12 @@ func (run *simRun) checkResumeRequests(sr *simReq) {
 	}
 	validator := run.resumable(sr, b.att)
 	size := len(b.data)
+	// Nested, only the outer resumes (point 20): its Resume.Max bounds
+	// every resume request the base saw, the inner's included.
+	if m := resumeMax(sr.pol.Resume); len(atts) > m {
+		run.violate(sr, "resume-max", "%d resume requests, Resume.Max %d", len(atts), m)
+	}
 	if !run.cfg.nested {
-		if m := resumeMax(sr.pol.Resume); len(atts) > m {
-			run.violate(sr, "resume-max", "%d resume requests, Resume.Max %d", len(atts), m)
-		}
 		if n != len(atts) && n != len(atts)+1 {
 			run.violate(sr, "resume-events", "%d resume requests, %d EventResume", len(atts), n)
 		}

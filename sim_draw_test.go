@@ -28,9 +28,17 @@ type runConfig struct {
 	// load (point 23).
 	twoWindows bool
 	// nested wraps each transport around an inner httpretry with the
-	// policy inner (which has no fallbacks of its own).
-	nested bool
-	inner  httpretry.Policy
+	// policy inner (which has no fallbacks of its own), through an opaque
+	// middleware between them when viaMiddleware.
+	nested        bool
+	viaMiddleware bool
+	inner         httpretry.Policy
+	// plainBase puts the sim's base behind an *http.Transport, a plain
+	// base whose first attempts go unmarked (point 20); never nested.
+	plainBase bool
+	// burst adds clients whose one request each goes at the run's first
+	// instant: many first requests at once.
+	burst bool
 	// viaJSON gives the transports their policies as ParseConfig reads
 	// them from json.Marshal's text, in place of the Go literals.
 	viaJSON bool
@@ -430,5 +438,40 @@ func drawMixed(seed uint64) *runConfig {
 		cfg.twoWindows = true
 		cfg.policies[1].Budget.Window = pick(r, w/2, 2*w)
 	}
+	drawStack(seed, cfg)
 	return cfg
+}
+
+// drawStack draws how the transports are stacked (point 20), from a
+// stream of its own so that the rest of a seed's run stays as it was: an
+// inner httpretry reached through an opaque middleware, a plain base, and
+// a burst of first requests at once, half the time through such a stack.
+func drawStack(seed uint64, cfg *runConfig) {
+	r := rand.New(rand.NewPCG(seed, 0x57ac))
+	cfg.viaMiddleware = cfg.nested && r.IntN(2) == 0
+	cfg.plainBase = !cfg.nested && r.IntN(2) == 0
+	if r.IntN(16) != 0 {
+		return
+	}
+	cfg.burst = true
+	if !cfg.nested && r.IntN(2) == 0 {
+		cfg.nested, cfg.viaMiddleware, cfg.plainBase = true, true, false
+		cfg.inner = drawPolicy(r, cfg.policies[0].Budget)
+		cfg.inner.Fallbacks = nil
+	}
+	for c := 8 + r.IntN(25); c > 0; c-- {
+		cp := clientPlan{transport: r.IntN(len(cfg.policies))}
+		q := drawRequest(r, cfg.policies[cp.transport])
+		q.gapBefore = 0
+		cp.reqs = []reqPlan{q}
+		cfg.clients = append(cfg.clients, cp)
+	}
+	if cfg.nested {
+		for i := range cfg.clients {
+			for j := range cfg.clients[i].reqs {
+				// As drawMixed: context values would reach the inner too.
+				cfg.clients[i].reqs[j].overrides, cfg.clients[i].reqs[j].setFallbacks = false, false
+			}
+		}
+	}
 }

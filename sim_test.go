@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -41,7 +42,9 @@ import (
 // request's own origin (SameOrigin) or not; 0-3 fallbacks in the policy
 // and per request; demotion by default (a zero Demote), set or turned off
 // (After -1); RetryIf; AutoIdempotencyKey; WithIdempotent; httpretry
-// inside httpretry; observers that panic or sleep on some kinds; every
+// inside httpretry, directly or through an opaque middleware; a plain
+// base (an *http.Transport) or an opaque one; bursts of 8-32 first
+// requests at once; observers that panic or sleep on some kinds; every
 // policy given as its Go literal or, on half the seeds, as ParseConfig
 // reads back its JSON, the checks reading the literal, and its Budget,
 // Hedge, Demote and Resume and a Config of it written and read alone too;
@@ -224,6 +227,12 @@ func (run *simRun) originFor(scheme, host string) *simOrigin {
 
 type simPanic struct{ kind httpretry.EventKind }
 
+// simMiddleware only forwards: an opaque base, which hides the httpretry
+// inside it from the outer.
+type simMiddleware struct{ next http.RoundTripper }
+
+func (m simMiddleware) RoundTrip(r *http.Request) (*http.Response, error) { return m.next.RoundTrip(r) }
+
 // build makes the run's transports.
 func (run *simRun) build() []http.RoundTripper {
 	cfg := run.cfg
@@ -249,8 +258,19 @@ func (run *simRun) build() []http.RoundTripper {
 			run.regOf = append(run.regOf, len(run.registries)-1)
 		}
 		var base http.RoundTripper = &simBase{run: run}
-		if cfg.nested {
+		run.tallyStack(i)
+		switch {
+		case cfg.plainBase:
+			// No HTTP/2: it would register https itself.
+			plain := &http.Transport{TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+			plain.RegisterProtocol("http", base)
+			plain.RegisterProtocol("https", base)
+			base = plain
+		case cfg.nested:
 			base = httpretry.New(base, httpretry.WithPolicy(inner), httpretry.WithBudgets(httpretry.NewBudgets()))
+			if cfg.viaMiddleware {
+				base = simMiddleware{base}
+			}
 		}
 		opts := []httpretry.Option{httpretry.WithPolicy(pol), httpretry.WithBudgets(b),
 			httpretry.WithObserver(run.record)}
@@ -280,6 +300,21 @@ func (run *simRun) build() []http.RoundTripper {
 		rts = append(rts, httpretry.New(base, opts...))
 	}
 	return rts
+}
+
+// tallyStack counts, once a run, how its transports are stacked.
+func (run *simRun) tallyStack(i int) {
+	cfg := run.cfg
+	if i > 0 {
+		return
+	}
+	for name, on := range map[string]bool{"runs nested through a middleware": cfg.viaMiddleware,
+		"runs over a plain base": cfg.plainBase, "runs with a burst of first requests": cfg.burst,
+		"bursts through a middleware": cfg.burst && cfg.viaMiddleware} {
+		if on {
+			run.tally[name]++
+		}
+	}
 }
 
 // form is the policy a transport of the run is given for the literal p:

@@ -35,6 +35,15 @@ func (run *simRun) report(vs []violation, full bool) string {
 	if cfg.nested {
 		j, _ := json.Marshal(cfg.inner)
 		fmt.Fprintf(&b, "nested: each transport wraps an httpretry with policy %s\n", j)
+		if cfg.viaMiddleware {
+			fmt.Fprintf(&b, "through an opaque middleware\n")
+		}
+	}
+	if cfg.plainBase {
+		fmt.Fprintf(&b, "plain base: the origins behind an *http.Transport\n")
+	}
+	if cfg.burst {
+		fmt.Fprintf(&b, "burst: clients whose one request goes at the first instant\n")
 	}
 	if len(cfg.policies) > 1 {
 		fmt.Fprintf(&b, "shared Budgets: %v\n", cfg.sharedBudgets)

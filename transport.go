@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -21,10 +20,10 @@ type RetryTransport struct {
 	policies  policyTable
 	budgets   *Budgets
 	observers observers
-	// wrapsRetry says that an httpretry is inside base (see
-	// fromOuterAttempt): every attempt, the first too, then carries a
-	// context that tells it so.
-	wrapsRetry atomic.Bool
+	// opaque says base may hide an httpretry (see isPlain): every
+	// attempt, the first too, then carries the mark that tells it it is
+	// an attempt of this one (see fromOuterAttempt).
+	opaque bool
 }
 
 var _ http.RoundTripper = (*RetryTransport)(nil)
@@ -58,11 +57,22 @@ func (c *config) transport(base http.RoundTripper, policies policyTable) *RetryT
 	if budgets == nil {
 		budgets = NewBudgets()
 	}
-	t := &RetryTransport{base: base, policies: policies, budgets: budgets, observers: c.observers}
-	if _, ok := base.(*RetryTransport); ok {
-		t.wrapsRetry.Store(true)
+	t := &RetryTransport{base: base, policies: policies, budgets: budgets, observers: c.observers, opaque: !isPlain(base)}
+	if t.opaque {
+		opaqueBuilt.Store(true)
 	}
 	return t
+}
+
+// isPlain reports whether base is known to send requests to the network
+// and nowhere else, so that no httpretry can be inside it: an
+// *http.Transport. Any other base (a RetryTransport, a middleware, a
+// func) may hide one, which must know every attempt for an attempt, the
+// first too, however early: a mark learned from the first resend came too
+// late for the requests already under way (point 20).
+func isPlain(base http.RoundTripper) bool {
+	_, ok := base.(*http.Transport)
+	return ok
 }
 
 // zeroTransport is what a zero RetryTransport stands for.
@@ -129,7 +139,7 @@ type route struct {
 	budgeted bool
 	moves    bool // a usable fallback: the request may go elsewhere
 	nested   bool // req is an outer httpretry's attempt: see fromOuterAttempt
-	marks    bool // every attempt carries its number: an httpretry is inside
+	marks    bool // every attempt carries its number: the base is opaque
 	// reorder says the own origin has a demotion standing: the candidates
 	// are ordered before the first attempt, which need not go to it.
 	reorder bool
@@ -151,7 +161,7 @@ func (t *RetryTransport) resolve(req *http.Request) (route, error) {
 	}
 	own := originOf(req.URL)
 	p := t.policies.lookup(own)
-	r := route{t: t, req: req, own: own, p: p, maxRetries: p.maxRetries, marks: t.wrapsRetry.Load()}
+	r := route{t: t, req: req, own: own, p: p, maxRetries: p.maxRetries, marks: t.opaque}
 	if n, ok := maxRetriesFrom(req.Context()); ok {
 		r.maxRetries = n
 	}
@@ -202,33 +212,44 @@ func (r *route) ownTarget() target {
 // candidate besides the own origin.
 func (r *route) demoting() bool { return r.moves && r.p.demote.after > 0 }
 
-// passes reports whether r goes out once, as it is: no resend, nowhere
-// else to go, no time bound, and no httpretry inside to tell.
+// passes reports whether r goes out once, as it is but for the mark an
+// opaque base needs: no resend, nowhere else to go, no time bound.
 func (r *route) passes() bool {
-	return r.maxRetries == 0 && !r.moves && r.p.untimed && !r.marks
+	return r.maxRetries == 0 && !r.moves && r.p.untimed
 }
 
 // fast reports whether r's first attempt can be the caller's own request,
-// untouched, so that a first answer that is not retried costs nothing
-// more.
+// untouched but for the mark an opaque base needs (see markFirst), so
+// that a first answer that is not retried costs nothing more.
 func (r *route) fast() bool {
-	return !r.nested && !r.marks && !r.reorder && sendsAsIs(r.req, r.p)
+	return !r.nested && !r.reorder && sendsAsIs(r.req, r.p)
 }
 
 // passThrough sends r once, as it is, holding the base to the RoundTripper
 // contract and giving its error the package's prefix. Sent for an outer
-// httpretry, it is still a request in the origin's budget.
+// httpretry, it is still a request in the origin's budget, and carries
+// that outer's mark already; otherwise an opaque base gets it marked, so
+// that an httpretry inside makes no resends where this policy makes none.
 func (r *route) passThrough() (*http.Response, error) {
 	if r.nested && r.budgeted {
 		r.t.budgets.forKey(r.own.host, r.p.budget).Record()
 	}
-	return passThrough(r.t.base, r.req)
+	req := r.req
+	if r.marks && !r.nested {
+		req = markFirst(req)
+	}
+	return passThrough(r.t.base, req)
 }
 
-// sendFast sends the caller's own request as the first attempt, and hands
-// any outcome that is not an answer to a call.
+// sendFast sends the caller's own request as the first attempt, marked
+// when the base is opaque, and hands any outcome that is not an answer to
+// a call.
 func (r *route) sendFast() (*http.Response, error) {
-	resp, err := r.t.base.RoundTrip(r.req)
+	req := r.req
+	if r.marks {
+		req = markFirst(req)
+	}
+	resp, err := r.t.base.RoundTrip(req)
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
 		tg := r.ownTarget()
 		if r.demoting() {
