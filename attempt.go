@@ -135,7 +135,7 @@ func (c *call) bound(a *attempt) {
 	case c.p.perTry > 0:
 		a.timeout, a.timed = c.p.perTry, true
 	case a.probes:
-		a.timeout, a.timed = a.tg.rec.demotion.lasted(a.tg.probe, c.p.demote.base), true
+		a.timeout, a.timed = a.tg.rec.demotion.Lasted(a.tg.probe, c.p.demote.Base), true
 	}
 	if !c.policyDeadline.IsZero() {
 		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {

@@ -185,7 +185,7 @@ func (r *route) findRecord() {
 		if r.rec == nil {
 			r.rec = r.t.budgets.record(r.own.host)
 		}
-		r.reorder = r.rec.demotion.standing()
+		r.reorder = r.rec.demotion.Active()
 	}
 	if r.budgeted && !r.reorder {
 		r.rec.budget.Record()
@@ -200,7 +200,7 @@ func (r *route) ownTarget() target {
 // demoting reports whether the request's candidates are ordered by their
 // demotions, and tell them of its outcomes: Demote is on and there is a
 // candidate besides the own origin.
-func (r *route) demoting() bool { return r.moves && r.p.demote.after > 0 }
+func (r *route) demoting() bool { return r.moves && r.p.demote.After > 0 }
 
 // passes reports whether r goes out once, as it is: no resend, nowhere
 // else to go, no time bound, and no httpretry inside to tell.
