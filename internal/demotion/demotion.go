@@ -47,9 +47,8 @@ func (r Rule) length(n int64, rng *rand.Rand) time.Duration {
 // origin with no history. It is safe for concurrent use.
 type State struct {
 	// until holds the whole standing in one word, so that claiming the
-	// probe and every verdict on it is one compare-and-swap: 0, undemoted;
-	// u > 0, demoted until the Unix nanosecond u, and from then on expired
-	// with its probe free; -u, expired at u with its probe claimed.
+	// probe and every verdict on it is one compare-and-swap. phaseOf
+	// alone reads its sign.
 	until atomic.Int64
 	// fails counts consecutive failures while undemoted.
 	fails atomic.Int32
@@ -61,6 +60,39 @@ type State struct {
 	// since is the Unix nanosecond the latest demotion began: with until,
 	// its length, which bounds its probe (see Lasted).
 	since atomic.Int64
+}
+
+// phase is what a value of State.until says at an instant.
+type phase uint8
+
+const (
+	// undemoted: until is 0.
+	undemoted phase = iota
+	// demoted: until is u > 0, the Unix nanosecond the demotion ends,
+	// not yet reached.
+	demoted
+	// expired: u has been reached, and the probe is free.
+	expired
+	// probed: until is -u, expired with its probe claimed.
+	probed
+)
+
+var phaseNames = [...]string{undemoted: "undemoted", demoted: "demoted", expired: "expired", probed: "probed"}
+
+// String is the phase's name.
+func (p phase) String() string { return phaseNames[p] }
+
+// phaseOf decodes u, a value of until, at now.
+func phaseOf(u int64, now time.Time) phase {
+	switch {
+	case u == 0:
+		return undemoted
+	case u < 0:
+		return probed
+	case now.UnixNano() < u:
+		return demoted
+	}
+	return expired
 }
 
 // Probe is a request's claim on the probe of an origin whose demotion has
@@ -83,14 +115,15 @@ func (p Probe) Claimed() bool { return p.claimed != 0 }
 // resent and its body replayed): a POST without a key never probes. An
 // undemoted origin costs one atomic load.
 func (s *State) Order(now time.Time, mayProbe bool) (last, probing bool) {
-	u := s.until.Load()
-	switch {
-	case u == 0:
+	switch phaseOf(s.until.Load(), now) {
+	case undemoted:
 		return false, false
-	case u < 0 || !mayProbe || now.UnixNano() < u:
-		return true, false
+	case expired:
+		if mayProbe {
+			return false, true
+		}
 	}
-	return false, true
+	return true, false
 }
 
 // Claim claims, at now, the probe of an origin whose demotion has expired,
@@ -100,15 +133,15 @@ func (s *State) Order(now time.Time, mayProbe bool) (last, probing bool) {
 // no probe, and ok is true with none.
 func (s *State) Claim(now time.Time) (p Probe, ok bool) {
 	u := s.until.Load()
-	switch {
-	case u == 0:
+	switch phaseOf(u, now) {
+	case undemoted:
 		return Probe{}, true
-	case u < 0 || now.UnixNano() < u:
-		return Probe{}, false
-	case s.until.CompareAndSwap(u, -u):
-		return Probe{claimed: -u}, true
+	case expired:
+		if s.until.CompareAndSwap(u, -u) {
+			return Probe{claimed: -u}, true
+		}
 	}
-	return Probe{}, false // another request's claim or answer came first
+	return Probe{}, false // demoted, or another request's claim or answer came first
 }
 
 // Failed records a failure of the origin at now: a status the policy
@@ -136,7 +169,7 @@ func (s *State) Failed(now time.Time, p Probe, rule Rule, r *rand.Rand) (bool, t
 	}
 	// Failures from requests under way when the origin was demoted, or sent
 	// to it because every candidate was, add nothing to its demotion.
-	if s.until.Load() != 0 || s.fails.Add(1) < rule.After {
+	if phaseOf(s.until.Load(), now) != undemoted || s.fails.Add(1) < rule.After {
 		return false, 0
 	}
 	n := 1 + s.decayed(t, rule.Base)
@@ -192,7 +225,7 @@ func (s *State) Answered(now time.Time, p Probe, tooMany bool) bool {
 	}
 	for {
 		u := s.until.Load()
-		if u == 0 {
+		if phaseOf(u, now) == undemoted {
 			return false
 		}
 		if s.until.CompareAndSwap(u, 0) {
@@ -235,7 +268,11 @@ func (s *State) Hold(now time.Time, ra, maxRetryAfter time.Duration) {
 	end := addNanos(now.UnixNano(), ra)
 	for {
 		u := s.until.Load()
-		if u <= 0 || u >= end || s.until.CompareAndSwap(u, end) {
+		switch phaseOf(u, now) {
+		case undemoted, probed:
+			return
+		}
+		if u >= end || s.until.CompareAndSwap(u, end) {
 			return
 		}
 	}
@@ -243,14 +280,15 @@ func (s *State) Hold(now time.Time, ra, maxRetryAfter time.Duration) {
 
 // Active reports whether the origin has a demotion running, expired or
 // under a probe: one atomic load, so that a request whose origins have
-// none pays nothing more.
+// none pays nothing more. It needs no instant: only an undemoted origin's
+// word is 0, whenever it is read.
 func (s *State) Active() bool { return s.until.Load() != 0 }
 
 // Left is how long the origin stays demoted after now (BudgetStats'
 // DemotedFor): 0 when it is undemoted, or its demotion has expired.
 func (s *State) Left(now time.Time) time.Duration {
-	if u, t := s.until.Load(), now.UnixNano(); u > t {
-		return time.Duration(u - t)
+	if u := s.until.Load(); phaseOf(u, now) == demoted {
+		return time.Duration(u - now.UnixNano())
 	}
 	return 0
 }

@@ -1,6 +1,7 @@
 package demotion
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -29,9 +30,9 @@ func inRange(t *testing.T, ceil, d time.Duration) {
 	assert.LessOrEqual(t, d, ceil)
 }
 
-// demoted returns an origin demoted at dt0 under rule and the
+// demote returns an origin demoted at dt0 under rule and the
 // instant its demotion ends.
-func demoted(t *testing.T, rule Rule, r *rand.Rand) (*State, time.Time) {
+func demote(t *testing.T, rule Rule, r *rand.Rand) (*State, time.Time) {
 	t.Helper()
 	var s State
 	for range rule.After - 1 {
@@ -84,7 +85,7 @@ func TestCount(t *testing.T) {
 		assert.True(t, fail(&s))
 	})
 	t.Run("failures while demoted add nothing", func(t *testing.T) {
-		s, _ := demoted(t, rule, r)
+		s, _ := demote(t, rule, r)
 		left := s.Left(dt0)
 		for range 10 {
 			assert.False(t, fail(s))
@@ -121,7 +122,7 @@ func TestRetryAfter(t *testing.T) {
 		assert.True(t, ok)
 	})
 	t.Run("longer than the demotion has left", func(t *testing.T) {
-		s, _ := demoted(t, rule, demoteRand())
+		s, _ := demote(t, rule, demoteRand())
 		s.Hold(dt0, 5*time.Second, maxRA)
 		assert.Equal(t, 5*time.Second, s.Left(dt0))
 		last, p := s.place(dt0.Add(4*time.Second), true)
@@ -131,7 +132,7 @@ func TestRetryAfter(t *testing.T) {
 		assert.EqualValues(t, 1, s.streak.Load(), "not a demotion in a row")
 	})
 	t.Run("shorter than the demotion has left", func(t *testing.T) {
-		s, _ := demoted(t, rule, demoteRand())
+		s, _ := demote(t, rule, demoteRand())
 		s.Hold(dt0, 5*time.Second, maxRA)
 		s.Hold(dt0.Add(time.Second), 2*time.Second, maxRA)
 		s.Hold(dt0, 0, maxRA)
@@ -139,14 +140,14 @@ func TestRetryAfter(t *testing.T) {
 		assert.Equal(t, 5*time.Second, s.Left(dt0))
 	})
 	t.Run("at most MaxRetryAfter", func(t *testing.T) {
-		s, _ := demoted(t, rule, demoteRand())
+		s, _ := demote(t, rule, demoteRand())
 		s.Hold(dt0, time.Hour, maxRA)
 		assert.Equal(t, maxRA, s.Left(dt0))
 		s.Hold(dt0, time.Duration(math.MaxInt64), time.Duration(math.MaxInt64))
 		assert.EqualValues(t, int64(math.MaxInt64), s.until.Load(), "saturated, not wrapped")
 	})
 	t.Run("an expired demotion is held again", func(t *testing.T) {
-		s, end := demoted(t, rule, demoteRand())
+		s, end := demote(t, rule, demoteRand())
 		later := end.Add(time.Hour)
 		s.Hold(later, 3*time.Second, maxRA)
 		assert.Equal(t, 3*time.Second, s.Left(later))
@@ -157,7 +158,7 @@ func TestRetryAfter(t *testing.T) {
 		assert.NotZero(t, p)
 	})
 	t.Run("a probe in flight decides", func(t *testing.T) {
-		s, end := demoted(t, rule, demoteRand())
+		s, end := demote(t, rule, demoteRand())
 		_, p := s.place(end, true)
 		require.NotZero(t, p)
 		s.Hold(end, 10*time.Second, maxRA)
@@ -208,7 +209,7 @@ func TestRuleLength(t *testing.T) {
 func TestLengthsInARow(t *testing.T) {
 	rule := Rule{After: 2, Base: time.Second, Max: 4 * time.Second}
 	r := demoteRand()
-	s, end := demoted(t, rule, r)
+	s, end := demote(t, rule, r)
 	assert.EqualValues(t, 1, s.streak.Load())
 	for n, ceil := range []time.Duration{2: 2 * time.Second, 3: 3 * time.Second, 4: 4 * time.Second, 5: 4 * time.Second, 6: 4 * time.Second, 7: 4 * time.Second} {
 		if n < 2 {
@@ -235,7 +236,7 @@ func TestDecay(t *testing.T) {
 	// instant it returns.
 	restored := func(t *testing.T) (*State, time.Time) {
 		r := demoteRand()
-		s, end := demoted(t, rule, r)
+		s, end := demote(t, rule, r)
 		for range 2 {
 			_, p := s.place(end, true)
 			ok, d := s.Failed(end, p, rule, r)
@@ -280,7 +281,7 @@ func TestProbe(t *testing.T) {
 	rule := defaults(1)
 
 	t.Run("claimed once the demotion has expired", func(t *testing.T) {
-		s, end := demoted(t, rule, demoteRand())
+		s, end := demote(t, rule, demoteRand())
 		last, p := s.place(end.Add(-time.Nanosecond), true)
 		assert.True(t, last)
 		assert.Zero(t, p, "not before it expires")
@@ -313,7 +314,7 @@ func TestProbe(t *testing.T) {
 		assert.False(t, s.Answered(end.Add(time.Second), b, false), "restored once")
 	})
 	t.Run("a failed probe demotes again", func(t *testing.T) {
-		s, end := demoted(t, rule, demoteRand())
+		s, end := demote(t, rule, demoteRand())
 		_, p := s.place(end, true)
 		ok, d := s.Failed(end, p, rule, demoteRand())
 		require.True(t, ok)
@@ -323,7 +324,7 @@ func TestProbe(t *testing.T) {
 		assert.Zero(t, p)
 	})
 	t.Run("a probe answered 429 gives no verdict", func(t *testing.T) {
-		s, end := demoted(t, rule, demoteRand())
+		s, end := demote(t, rule, demoteRand())
 		_, p := s.place(end, true)
 		assert.False(t, s.Answered(end, p, true))
 		assert.EqualValues(t, 1, s.streak.Load())
@@ -334,7 +335,7 @@ func TestProbe(t *testing.T) {
 	t.Run("any answer from a demoted origin restores it", func(t *testing.T) {
 		// As when every candidate is demoted and the configured order
 		// sends a request to it.
-		s, _ := demoted(t, rule, demoteRand())
+		s, _ := demote(t, rule, demoteRand())
 		assert.False(t, s.Answered(dt0, Probe{}, true), "but not a 429")
 		assert.NotZero(t, s.Left(dt0))
 		assert.True(t, s.Answered(dt0, Probe{}, false))
@@ -343,7 +344,7 @@ func TestProbe(t *testing.T) {
 	})
 	t.Run("a probe whose origin another answer restored", func(t *testing.T) {
 		rule := defaults(2)
-		s, end := demoted(t, rule, demoteRand())
+		s, end := demote(t, rule, demoteRand())
 		_, a := s.place(end, true)
 		require.True(t, s.Answered(end, Probe{}, false), "another request's answer")
 		assert.False(t, s.Answered(end, a, false), "restored once")
@@ -355,7 +356,7 @@ func TestProbe(t *testing.T) {
 	})
 	t.Run("a stale release leaves a newer claim alone", func(t *testing.T) {
 		r := demoteRand()
-		s, end := demoted(t, rule, r)
+		s, end := demote(t, rule, r)
 		_, a := s.place(end, true)
 		require.True(t, s.Answered(end, Probe{}, false))
 		ok, d := s.Failed(end, Probe{}, rule, r)
@@ -370,7 +371,7 @@ func TestProbe(t *testing.T) {
 
 func TestSingleProbe(t *testing.T) {
 	const requests = 200
-	s, end := demoted(t, defaults(1), demoteRand())
+	s, end := demote(t, defaults(1), demoteRand())
 	// round lets every request claim at the same instant and returns the
 	// claims won and how many requests kept the origin last.
 	round := func(now time.Time) (won []Probe, lasts int) {
@@ -470,7 +471,7 @@ func TestAllocs(t *testing.T) {
 	rule := defaults(1)
 	r := demoteRand()
 	var healthy State
-	down, end := demoted(t, rule, r)
+	down, end := demote(t, rule, r)
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		healthy.place(dt0, true)
 		down.place(dt0, true)
@@ -516,4 +517,25 @@ func (s *State) place(now time.Time, mayProbe bool) (last bool, p Probe) {
 	}
 	p, ok := s.Claim(now)
 	return !ok, p
+}
+
+// TestPhaseOf walks the word through every phase at fixed instants.
+func TestPhaseOf(t *testing.T) {
+	u := dt0.UnixNano()
+	for _, tc := range []struct {
+		until int64
+		now   time.Time
+		want  phase
+	}{
+		{0, dt0, undemoted},
+		{u, dt0.Add(-time.Nanosecond), demoted},
+		{u, dt0, expired},
+		{u, dt0.Add(time.Hour), expired},
+		{-u, dt0.Add(-time.Hour), probed},
+		{-u, dt0.Add(time.Hour), probed},
+	} {
+		assert.Equal(t, tc.want, phaseOf(tc.until, tc.now), "until %d at %v", tc.until, tc.now)
+	}
+	assert.Equal(t, "undemoted demoted expired probed",
+		fmt.Sprint(undemoted, demoted, expired, probed))
 }
