@@ -229,5 +229,5 @@ func (a *attempt) discard(resp *http.Response) {
 func (c *call) neverSent(a *attempt, err error) bool {
 	return err != nil && !a.gotConn.Load() &&
 		(a.getConn.Load() || dialFailure(err)) &&
-		(c.body == nil || c.body.untouched())
+		(c.body == nil || c.body.Untouched())
 }

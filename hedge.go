@@ -96,7 +96,7 @@ func (c *call) hedges() bool {
 // replayable reports whether every further attempt can have its own body.
 func (c *call) replayable() bool {
 	r := c.req
-	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.limit > 0
+	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()
 }
 
 // hedgedRound is one attempt and its hedged copies in flight.

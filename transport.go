@@ -292,7 +292,7 @@ func (c *call) start(now time.Time) (*http.Response, error) {
 	if c.body != nil {
 		// Deferred here, not in the loop: a callback that panics in the
 		// first round must leave the caller's body closed too.
-		defer c.body.finish()
+		defer c.body.Finish()
 	}
 	first := &c.targets[0]
 	if c.reorder {
