@@ -539,3 +539,38 @@ func TestPhaseOf(t *testing.T) {
 	assert.Equal(t, "undemoted demoted expired probed",
 		fmt.Sprint(undemoted, demoted, expired, probed))
 }
+
+// TestClaimInEveryPhase: a claim is won only in the expired phase, and an
+// origin restored since it was ordered needs none.
+func TestClaimInEveryPhase(t *testing.T) {
+	var s State
+	p, ok := s.Claim(dt0)
+	assert.True(t, ok, "undemoted: no probe needed")
+	assert.False(t, p.Claimed())
+
+	d, end := demote(t, defaults(1), demoteRand())
+	_, ok = d.Claim(end.Add(-time.Nanosecond))
+	assert.False(t, ok, "still demoted")
+	p, ok = d.Claim(end)
+	require.True(t, ok)
+	assert.True(t, p.Claimed())
+	_, ok = d.Claim(end)
+	assert.False(t, ok, "probed by another")
+}
+
+// TestLasted: a probe reads the length of the demotion it probes, or base
+// once another demotion has begun.
+func TestLasted(t *testing.T) {
+	rule := defaults(1)
+	r := demoteRand()
+	s, end := demote(t, rule, r)
+	p, ok := s.Claim(end)
+	require.True(t, ok)
+	assert.Equal(t, end.Sub(dt0), s.Lasted(p, time.Minute))
+
+	require.True(t, s.Answered(end, Probe{}, false), "another request's answer")
+	later := end.Add(time.Hour)
+	demoted, _ := s.Failed(later, Probe{}, rule, r)
+	require.True(t, demoted)
+	assert.Equal(t, time.Minute, s.Lasted(p, time.Minute), "another demotion began")
+}
