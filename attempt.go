@@ -132,7 +132,7 @@ func (c *call) bound(a *attempt) {
 	case c.p.perTry > 0:
 		a.timeout, a.timed = c.p.perTry, true
 	case a.probes:
-		a.timeout, a.timed = a.tg.rec.demotion.lasted(a.tg.probe, c.p.demote.base), true
+		a.timeout, a.timed = a.tg.rec.demotion.Lasted(a.tg.probe, c.p.demote.Base), true
 	}
 	if !c.policyDeadline.IsZero() {
 		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
@@ -226,5 +226,5 @@ func (a *attempt) discard(resp *http.Response) {
 func (c *call) neverSent(a *attempt, err error) bool {
 	return err != nil && !a.gotConn.Load() &&
 		(a.getConn.Load() || dialFailure(err)) &&
-		(c.body == nil || c.body.untouched())
+		(c.body == nil || c.body.Untouched())
 }

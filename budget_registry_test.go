@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // spelling is one of the many ways to write host in a URL: the bits of i
@@ -203,9 +205,9 @@ func TestBudgetsIdleSweepKeepsDemotedAndLearnedHosts(t *testing.T) {
 	}
 	demoted := bs.record("demoted.example")
 	for range 5 {
-		demoted.demotion.failed(now, probe{}, Demote{After: 5, For: time.Hour}.resolve(), nil)
+		demoted.demotion.Failed(now, demotion.Probe{}, Demote{After: 5, For: time.Hour}.resolve(), nil)
 	}
-	require.True(t, demoted.demotion.standing())
+	require.True(t, demoted.demotion.Active())
 	bs.mu.Lock()
 	bs.sweep(now.Add(time.Hour).UnixNano())
 	bs.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/bodyrec"
 )
 
 // call is the state of one request across its attempts.
@@ -20,15 +22,15 @@ type call struct {
 	first   attempt        // attempt 1, held here to save it an allocation
 	lent    bool           // first's context went to the base: see recycle
 
-	sent       int           // attempts sent, hedged copies included
-	drawn      int           // attempts drawn on the pool of maxRetries
-	resendable bool          // the method or a key makes a resend safe
-	upgrade    bool          // the request asks to switch protocols: see upgrades
-	hedged     bool          // attempts are hedged: see hedges
-	header     http.Header   // req.Header plus an added idempotency key; nil: req.Header
-	body       *replayBody   // nil: no body, or GetBody replays it
-	waitLeft   time.Duration // what is left of the wait budget; negative: unbounded
-	deadline   time.Time     // the earlier of policyDeadline and the context's; zero: none
+	sent       int               // attempts sent, hedged copies included
+	drawn      int               // attempts drawn on the pool of maxRetries
+	resendable bool              // the method or a key makes a resend safe
+	upgrade    bool              // the request asks to switch protocols: see upgrades
+	hedged     bool              // attempts are hedged: see hedges
+	header     http.Header       // req.Header plus an added idempotency key; nil: req.Header
+	body       *bodyrec.Recorder // nil: no body, or GetBody replays it
+	waitLeft   time.Duration     // what is left of the wait budget; negative: unbounded
+	deadline   time.Time         // the earlier of policyDeadline and the context's; zero: none
 }
 
 // releaseOnPanic, deferred, discards resp and ends attempt a if a callback
@@ -110,7 +112,7 @@ func newCall(rt *route, now time.Time) *call {
 			// It may be resent only if it never left: count, don't keep.
 			limit = 0
 		}
-		c.body = newReplayBody(r.Body, limit, r.ContentLength)
+		c.body = bodyrec.New(r.Body, limit, r.ContentLength)
 	}
 	c.setTargets(now)
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
@@ -125,7 +127,7 @@ func newCall(rt *route, now time.Time) *call {
 
 func (c *call) firstBody() io.ReadCloser {
 	if c.body != nil {
-		return c.body.reader() // a fresh body is always replayable
+		return c.body.Reader() // a fresh body is always replayable
 	}
 	return c.req.Body
 }
@@ -150,11 +152,11 @@ func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservat
 // uploading the recorded body: the next attempt must take it over (see
 // takeOver).
 func (c *call) uploading() bool {
-	return c.body != nil && c.body.replayable() && c.body.busy()
+	return c.body != nil && c.body.Replayable() && c.body.Busy()
 }
 
 // takeOver takes the recorded body from the upload of o's attempt (see
-// replayBody.revoke), for the attempt after it. That upload may have gone
+// Recorder.Revoke), for the attempt after it. That upload may have gone
 // past the limit, and stopping it may end the connection o's response
 // comes on, so the response is read beforehand (see hold), to be
 // returned whole if the body turns out not to be replayable. The loop
@@ -166,7 +168,7 @@ func (c *call) takeOver(o *outcome) (io.ReadCloser, Reason) {
 			o.resp, o.err = nil, errBodyGone
 		}
 	}
-	c.body.revoke()
+	c.body.Revoke()
 	return c.copyBody()
 }
 
@@ -175,7 +177,7 @@ func (c *call) copyBody() (io.ReadCloser, Reason) {
 	r := c.req
 	switch {
 	case c.body != nil:
-		if rr := c.body.reader(); rr != nil {
+		if rr := c.body.Reader(); rr != nil {
 			return rr, 0
 		}
 		return nil, ReasonBodyNotReplayable

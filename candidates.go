@@ -2,6 +2,8 @@ package httpretry
 
 import (
 	"time"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // Fallback origins. A request's candidates are its own origin, then the
@@ -64,7 +66,7 @@ func (c *call) setTargets(now time.Time) {
 		order = order[1:]
 	}
 	demoteLast(order, func(tg *target) bool {
-		last, probing := tg.rec.demotion.order(now, mayProbe)
+		last, probing := tg.rec.demotion.Order(now, mayProbe)
 		tg.probing = probing
 		return last
 	})
@@ -80,7 +82,7 @@ func (c *call) claimProbe(tg *target, now time.Time) bool {
 		return true
 	}
 	tg.probing = false
-	p, ok := tg.rec.demotion.claim(now)
+	p, ok := tg.rec.demotion.Claim(now)
 	tg.probe = p
 	tg.deferred = !ok
 	return ok
@@ -90,8 +92,8 @@ func (c *call) claimProbe(tg *target, now time.Time) bool {
 // that does not go after all, so that a later attempt, this request's or
 // another's, may probe the origin.
 func (c *call) unclaimProbe(tg *target) {
-	tg.rec.demotion.release(tg.probe)
-	tg.probe = probe{}
+	tg.rec.demotion.Release(tg.probe)
+	tg.probe = demotion.Probe{}
 	tg.probing = true
 }
 
@@ -166,7 +168,7 @@ type target struct {
 	// says another request claimed it first.
 	probing  bool
 	deferred bool
-	probe    probe
+	probe    demotion.Probe
 }
 
 // origin is "scheme://host[:port]", as events report it.

@@ -462,7 +462,7 @@ func TestParseConfigDemote(t *testing.T) {
 	assert.Equal(t, Demote{After: -1, For: 2 * time.Second}, cfg.Hosts["quiet.example.com"].Demote, "after -1 turns it off, over a default that sets the others")
 	assert.Equal(t, 0, cfg.Hosts["zero.example.com"].Demote.After)
 	assert.Equal(t, cfg.Default.Demote.For, cfg.Hosts["zero.example.com"].Demote.For)
-	assert.Equal(t, Demote{}.resolve().after, resolvePolicy(cfg.Hosts["zero.example.com"]).demote.after, "after 0 means the default, as in Go")
+	assert.Equal(t, Demote{}.resolve().After, resolvePolicy(cfg.Hosts["zero.example.com"]).demote.After, "after 0 means the default, as in Go")
 	assert.Equal(t, cfg.Default.Demote, cfg.Hosts["plain.example.com"].Demote, "null leaves default's")
 
 	cfg, err = ParseConfig([]byte(`{"default": {"demote": {"max": "5s"}}}`))

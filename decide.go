@@ -74,7 +74,7 @@ func (c *call) refusal(o outcome) Reason {
 		if o.a.fired.Load() && o.a.byDeadline {
 			return ReasonDeadline
 		}
-		if c.body != nil && c.body.readErr() != nil {
+		if c.body != nil && c.body.ReadErr() != nil {
 			return ReasonBodyNotReplayable
 		}
 		if c.p.retryIf == nil && permanent(o.err) {

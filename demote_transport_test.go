@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // These tests drive Policy.Demote through RoundTrip (DESIGN point 18): a
@@ -408,7 +410,7 @@ func TestDemoteLengthsAndDecay(t *testing.T) {
 			e := es[seen]
 			seen++
 			require.Equal(t, "http://a.test", e.Origin)
-			assert.Equal(t, n, a.demotion.streak.Load())
+			assert.Equal(t, n, a.demotion.Streak())
 			between(t, ceiling, e.Delay, "n = %d", n)
 			assert.Equal(t, e.Delay, a.budget.Stats().DemotedFor)
 			return e.Delay
@@ -626,7 +628,7 @@ func TestDemoteProbe(t *testing.T) {
 			assert.Equal(t, "http://a.test", again[1].Origin)
 			assert.Equal(t, http.StatusServiceUnavailable, again[1].Status)
 			between(t, 2*time.Second, again[1].Delay, "the second in a row")
-			assert.Equal(t, int64(2), budgets.record("a.test").demotion.streak.Load())
+			assert.Equal(t, int64(2), budgets.record("a.test").demotion.Streak())
 			assert.Equal(t, []string{"b.test"}, o.get(t, rt), "demoted again")
 			assert.Empty(t, ofKind(rec.all(), EventRestore))
 		})
@@ -1064,7 +1066,7 @@ func TestAProbeIsClaimedWhenItsAttemptGoes(t *testing.T) {
 		done := sendInBackground(t, rt, req)
 		synctest.Wait()
 		assert.Equal(t, []string{"a.test", "b.test"}, o.get(t, rt), "the fallback is probed, not passed over")
-		assert.False(t, budgets.record("b.test").demotion.standing(), "and its answer restored it")
+		assert.False(t, budgets.record("b.test").demotion.Active(), "and its answer restored it")
 		close(release)
 		<-done
 	})
@@ -1080,19 +1082,19 @@ func TestAProbeClaimedMeanwhileIsPassedOver(t *testing.T) {
 		budgets := NewBudgets()
 		rt := New(o, WithPolicy(demotePolicy(Demote{After: 1, For: time.Second})), WithBudgets(budgets))
 		b := expireDemotion(t, budgets, "b.test")
-		var other probe
+		var other demotion.Probe
 		o.set("a.test", func(r *http.Request) (*http.Response, error) {
 			// Another request claims the probe while this one's first
 			// attempt is under way.
 			var ok bool
-			other, ok = b.demotion.claim(time.Now())
+			other, ok = b.demotion.Claim(time.Now())
 			require.True(t, ok)
 			return respond(http.StatusServiceUnavailable)(r)
 		})
 		assert.Equal(t, []string{"a.test", "c.test"}, o.get(t, rt), "b.test passed over")
 		assert.Zero(t, o.calls("b.test"))
-		assert.True(t, b.demotion.standing(), "the other request's probe still stands")
-		b.demotion.release(other)
+		assert.True(t, b.demotion.Active(), "the other request's probe still stands")
+		b.demotion.Release(other)
 	})
 }
 
@@ -1202,7 +1204,7 @@ func sendInBackground(t *testing.T, rt http.RoundTripper, req *http.Request) <-c
 func expireDemotion(t *testing.T, budgets *Budgets, host string) *originRecord {
 	t.Helper()
 	r := budgets.record(host)
-	demoted, d := r.demotion.failed(time.Now(), probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
+	demoted, d := r.demotion.Failed(time.Now(), demotion.Probe{}, Demote{After: 1, For: time.Second}.resolve(), nil)
 	require.True(t, demoted)
 	time.Sleep(d)
 	return r
@@ -1254,7 +1256,7 @@ func TestAProbeOvertakenByACopyGetsItsOwnVerdict(t *testing.T) {
 	}
 	assert.Equal(t, "standby", get(), "the copy's answer, at once")
 	assert.Equal(t, int64(1), standby.calls.Load())
-	assert.True(t, a.demotion.standing(), "the probe is still out")
+	assert.True(t, a.demotion.Active(), "the probe is still out")
 	assert.Equal(t, []EventKind{EventHedge}, rec.kinds(), "no verdict yet")
 
 	close(release)
@@ -1268,7 +1270,7 @@ func TestAProbeOvertakenByACopyGetsItsOwnVerdict(t *testing.T) {
 		t.Fatal("the probe's answer gave no verdict")
 	}
 	assert.Equal(t, []EventKind{EventHedge, EventRestore}, rec.kinds(), "not demoted again")
-	assert.False(t, a.demotion.standing(), "restored")
+	assert.False(t, a.demotion.Active(), "restored")
 	assert.Equal(t, "primary", get(), "first again")
 	assert.Equal(t, int64(2), primary.calls.Load())
 	assert.Equal(t, int64(1), standby.calls.Load())
@@ -1307,7 +1309,11 @@ func TestAProbeRunsOnToItsOwnVerdict(t *testing.T) {
 				a := demotedLongAgo(t, budgets, "a.test", length)
 				after := tc.after
 				if after == 0 {
-					after = a.demotion.lasted(probe{claimed: -a.demotion.until.Load()}, 0)
+					// The demotion's length, as a probe of it reads it.
+					p, ok := a.demotion.Claim(time.Now())
+					require.True(t, ok)
+					after = a.demotion.Lasted(p, 0)
+					a.demotion.Release(p)
 				}
 
 				start := time.Now()
@@ -1326,7 +1332,7 @@ func TestAProbeRunsOnToItsOwnVerdict(t *testing.T) {
 
 				time.Sleep(after - time.Since(start) - time.Nanosecond)
 				assert.Empty(t, verdicts(), "the probe still runs")
-				assert.True(t, a.demotion.standing())
+				assert.True(t, a.demotion.Active())
 				time.Sleep(time.Nanosecond)
 				synctest.Wait()
 				es := verdicts()
@@ -1334,10 +1340,10 @@ func TestAProbeRunsOnToItsOwnVerdict(t *testing.T) {
 				assert.Equal(t, tc.verdict, es[0].Kind)
 				assert.Equal(t, 1, es[0].Attempt)
 				if tc.verdict == EventDemote {
-					assert.Equal(t, int64(2), a.demotion.streak.Load(), "demoted again, the second in a row")
+					assert.Equal(t, int64(2), a.demotion.Streak(), "demoted again, the second in a row")
 					assert.Equal(t, "b.test", o.get(t, rt)[0], "last")
 				} else {
-					assert.False(t, a.demotion.standing(), "restored")
+					assert.False(t, a.demotion.Active(), "restored")
 					assert.Equal(t, "a.test", o.get(t, rt)[0], "first again")
 				}
 				cancel()
@@ -1377,7 +1383,7 @@ func failAfter(d time.Duration) mode {
 func demotedLongAgo(t *testing.T, budgets *Budgets, host string, length time.Duration) *originRecord {
 	t.Helper()
 	r := budgets.record(host)
-	demoted, _ := r.demotion.failed(time.Now().Add(-length), probe{}, Demote{After: 1, For: length}.resolve(), nil)
+	demoted, _ := r.demotion.Failed(time.Now().Add(-length), demotion.Probe{}, Demote{After: 1, For: length}.resolve(), nil)
 	require.True(t, demoted)
 	return r
 }
@@ -1413,6 +1419,6 @@ func TestAProbeRunningOnSurvivesAPanickingObserver(t *testing.T) {
 		synctest.Wait()
 		require.NotNil(t, body)
 		assert.Equal(t, int32(1), body.closes.Load(), "closed once")
-		assert.False(t, a.demotion.standing(), "restored")
+		assert.False(t, a.demotion.Active(), "restored")
 	})
 }

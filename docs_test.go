@@ -63,6 +63,21 @@ func TestEveryFileIsInTheTable(t *testing.T) {
 	assert.Equal(t, want, listed, "CONTRIBUTING.md's table of files")
 }
 
+// TestEveryInternalPackageIsListed: CONTRIBUTING.md's list of the
+// internal packages names every package under internal/, and no other.
+func TestEveryInternalPackageIsListed(t *testing.T) {
+	data, err := os.ReadFile("CONTRIBUTING.md")
+	require.NoError(t, err)
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `(internal/[a-z]+)` \\|").FindAllStringSubmatch(string(data), -1) {
+		listed = append(listed, m[1])
+	}
+	dirs, err := filepath.Glob("internal/*")
+	require.NoError(t, err)
+	slices.Sort(listed)
+	assert.Equal(t, dirs, listed, "CONTRIBUTING.md's list of internal packages")
+}
+
 // TestJSONReferenceMatchesTheDecoder: the field reference of
 // docs/configuration.md names every JSON field the decoder reads, no
 // more, read from the decoder's own tables (jsonFields), nested objects

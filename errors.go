@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/bodyrec"
 )
 
 // Errors of RetryTransport's own making. Errors returned by RoundTrip wrap
@@ -62,14 +64,14 @@ var errOvertaken = errors.New("no response headers before a copy to another orig
 // errBodyGone is returned to an attempt whose next body bytes were read by
 // another attempt and could not be kept, because the body outgrew
 // MaxReplayBytes.
-var errBodyGone = errors.New("request body is no longer replayable")
+var errBodyGone = bodyrec.ErrGone
 
 // errBodyClosed is returned by a Read after Close.
-var errBodyClosed = errors.New("read on closed request body")
+var errBodyClosed = bodyrec.ErrClosed
 
 // errBodyRevoked is returned to an attempt that was discarded while its
 // transport was still sending the body, once a resend has taken it over.
-var errBodyRevoked = errors.New("request body taken over by a resend")
+var errBodyRevoked = bodyrec.ErrRevoked
 
 // errBackoffSyntax says what a Backoff's text may be.
 var errBackoffSyntax = errors.New("want none, fixed(d), exponential(initial, max) or exponentialJitter(initial, max), " +

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // Hedge sends speculative copies of a slow request, to cut the tail
@@ -94,7 +96,7 @@ func (c *call) hedges() bool {
 // replayable reports whether every further attempt can have its own body.
 func (c *call) replayable() bool {
 	r := c.req
-	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.limit > 0
+	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()
 }
 
 // hedgedRound is one attempt and its hedged copies in flight.
@@ -159,7 +161,7 @@ func (h *hedgedRound) run(n int, tg *target, body io.ReadCloser) outcome {
 }
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
-	a, r := h.c.newAttempt(n, tg, body, tg.probe.claimed != 0 && !h.probing(tg))
+	a, r := h.c.newAttempt(n, tg, body, tg.probe.Claimed() && !h.probing(tg))
 	if h.c.p.hedge.Quantile > 0 {
 		a.start = time.Now() // before the goroutine, which reads it
 	}
@@ -290,7 +292,7 @@ func (h *hedgedRound) copyTarget(now time.Time) (s plan, tg *target, claimed boo
 		tg = &c.targets[s.to]
 		probing := tg.probing
 		if c.claimProbe(tg, now) {
-			return s, tg, probing && tg.probe.claimed != 0, 0
+			return s, tg, probing && tg.probe.Claimed(), 0
 		}
 	}
 }
@@ -373,7 +375,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 			// candidates when it returns.
 			tg := *a.tg
 			a.alone = &tg
-			a.tg.probe = probe{}
+			a.tg.probe = demotion.Probe{}
 			alone++
 		default:
 			a.end()
@@ -426,7 +428,7 @@ func (c *call) settleProbe(o outcome) {
 	tg := o.a.alone
 	defer func() {
 		_ = recover() // see settleProbes
-		tg.rec.demotion.release(tg.probe)
+		tg.rec.demotion.Release(tg.probe)
 	}()
 	// A RetryIf that panics leaves the response closed.
 	o = c.judge(o.a, o.resp, o.err, time.Now())

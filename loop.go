@@ -102,7 +102,7 @@ func (c *call) payNext(o *outcome, next *pending) (p plan, uploading bool, reaso
 		return p, false, reason
 	}
 	switch uploading = c.uploading(); {
-	case uploading && c.body.limit == 0:
+	case uploading && !c.body.Records():
 		// Nothing is recorded: the upload's next byte makes the body
 		// unreplayable, and a takeover would lose the response for
 		// nothing.

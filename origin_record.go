@@ -3,6 +3,8 @@ package httpretry
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // originRecord is what the package keeps of one origin's host across
@@ -24,7 +26,7 @@ type originRecord struct {
 	used  atomic.Int64
 	// demotion is nothing until the origin fails under Demote; latencies
 	// is made on first use, about 1 KB.
-	demotion  demotion
+	demotion  demotion.State
 	latencies atomic.Pointer[latencies]
 }
 
@@ -53,7 +55,7 @@ func (r *originRecord) stamp() {
 // nothing worth keeping). A demoted origin, or one that learned, is not
 // idle for lack of recorded requests: its budget may be disabled.
 func (r *originRecord) idleAt(now int64) bool {
-	return r.budget.idleAt(now) && r.budget.creditFullAt(now) && !r.demotion.standing() && !r.hasLearned()
+	return r.budget.idleAt(now) && r.budget.creditFullAt(now) && !r.demotion.Active() && !r.hasLearned()
 }
 
 // hasLearned reports whether the origin has a learned hedge delay: its
@@ -87,7 +89,7 @@ func (r *originRecord) learn(d time.Duration, q float64) {
 // learned delay, and how long it stays demoted.
 func (r *originRecord) stats(now time.Time) BudgetStats {
 	s := r.budget.statsAt(now)
-	s.DemotedFor = r.demotion.left(now)
+	s.DemotedFor = r.demotion.Left(now)
 	if l := r.latencies.Load(); l != nil {
 		s.HedgeAfter, _ = l.estimate()
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // MaxRetriesLimit is the most resends a Policy or WithMaxRetries may ask for.
@@ -231,7 +233,7 @@ type hostPolicy struct {
 	autoKeyHeader string // "" unless AutoIdempotencyKey
 	budget        BudgetConfig
 	hedge         Hedge
-	demote        demoteRule
+	demote        demotion.Rule
 	resume        resumeRule
 	// untimed: no attempt needs a timer, so a first attempt may go out as
 	// the caller's own request (see sendsAsIs).

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/httprange"
 )
 
 // A response body that breaks reaches the caller's Read after RoundTrip
@@ -294,17 +296,17 @@ func (b *resumeBody) judgeResume(resp *http.Response) resumeVerdict {
 		// A server may honour Range and ignore If-Range: the validator's
 		// field, where the 206 has it, says which version the range is of.
 		// Without it, the 206 is trusted to have honoured If-Range.
-		first, last, size, ok := parseContentRange(h["Content-Range"])
-		if !ok || first != b.pos || last != b.at.last || size != b.at.size || !identityCoded(h) ||
+		first, last, size, ok := httprange.ParseContentRange(h["Content-Range"])
+		if !ok || first != b.pos || last != b.at.last || size != b.at.size || !httprange.IdentityCoded(h) ||
 			resp.ContentLength >= 0 && resp.ContentLength != last-first+1 {
 			return resumeChanged
 		}
-		if named, same := b.at.versionIn(h); named && !same {
+		if named, same := b.at.validator.In(h); named && !same {
 			return resumeChanged
 		}
 		return resumeAccepted
 	case http.StatusOK:
-		if named, same := b.at.versionIn(h); !named || !same || !identityCoded(h) || resp.Uncompressed ||
+		if named, same := b.at.validator.In(h); !named || !same || !httprange.IdentityCoded(h) || resp.Uncompressed ||
 			resp.ContentLength >= 0 && resp.ContentLength != b.at.size {
 			return resumeChanged
 		}
@@ -502,7 +504,7 @@ func (b *resumeBody) rangeHeader() http.Header {
 		v += strconv.FormatInt(b.at.last, 10)
 	}
 	h.Set("Range", v)
-	h.Set("If-Range", b.at.validator)
+	h.Set("If-Range", b.at.validator.Value)
 	return h
 }
 

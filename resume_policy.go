@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/httprange"
 )
 
 // Resume continues a response body that breaks mid-stream (a reset, an
@@ -51,12 +53,6 @@ const (
 	defaultResumeMax      = 3
 	maxResumeMax          = 100
 	defaultResumeMinBytes = 64 << 10
-
-	// validatorAge is how long before its Date a Last-Modified must lie to
-	// be a strong validator (RFC 9110 §8.8.2.2): a resource modified
-	// within the same second as it was served may change again unseen.
-	// 60 s is Chromium's margin.
-	validatorAge = 60 * time.Second
 )
 
 // problems words each invalid field of r as "Resume.Field text".
@@ -100,8 +96,7 @@ func (r Resume) resolve() resumeRule {
 // resumeAt is where an eligible body lies in its representation and the
 // validator that pins that representation.
 type resumeAt struct {
-	validator string // the ETag, or else the Last-Modified, as If-Range carries it
-	etag      bool   // validator is an ETag
+	validator httprange.Validator
 	// first and last are the positions of the body's first and last byte
 	// in the representation, size its complete length.
 	first, last, size int64
@@ -133,7 +128,7 @@ func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
 			return resumeAt{}, false
 		}
 		var ok bool
-		if at.first, at.last, at.size, ok = parseContentRange(h["Content-Range"]); !ok ||
+		if at.first, at.last, at.size, ok = httprange.ParseContentRange(h["Content-Range"]); !ok ||
 			at.size < p.resume.minBytes ||
 			resp.ContentLength >= 0 && resp.ContentLength != at.last-at.first+1 {
 			return resumeAt{}, false
@@ -141,114 +136,12 @@ func (p *hostPolicy) resumable(req *http.Request, resp *http.Response,
 	default:
 		return resumeAt{}, false
 	}
-	if !identityCoded(h) || noRanges(h) {
+	if !httprange.IdentityCoded(h) || httprange.NoRanges(h) {
 		return resumeAt{}, false
 	}
 	var ok bool
-	if at.validator, at.etag, ok = strongValidator(h); !ok {
+	if at.validator, ok = httprange.StrongValidator(h); !ok {
 		return resumeAt{}, false
 	}
 	return at, true
-}
-
-// strongValidator returns the validator a resume request pins its range
-// to: a strong ETag, or else a Last-Modified at least validatorAge before
-// Date. A weak ETag rules out Last-Modified too: a client holding an entity
-// tag must not send a date in If-Range (RFC 9110 §13.1.5). A malformed
-// ETag is no validator at all.
-func strongValidator(h http.Header) (v string, etag, ok bool) {
-	if et := h["Etag"]; len(et) > 0 {
-		v := et[0]
-		if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-			return "", false, false // weak (W/"…") or malformed
-		}
-		return v, true, true
-	}
-	lm, date := h["Last-Modified"], h["Date"]
-	if len(lm) == 0 || len(date) == 0 {
-		return "", false, false
-	}
-	modified, err := http.ParseTime(lm[0])
-	if err != nil {
-		return "", false, false
-	}
-	served, err := http.ParseTime(date[0])
-	if err != nil || modified.After(served.Add(-validatorAge)) {
-		return "", false, false
-	}
-	return lm[0], false, true
-}
-
-// versionIn reports whether h, the headers of an answer to a resume
-// request, have the field of at's validator (the ETag, or the
-// Last-Modified), and if so whether it names the same representation.
-func (at *resumeAt) versionIn(h http.Header) (named, same bool) {
-	name := "Last-Modified"
-	if at.etag {
-		name = "Etag"
-	}
-	v := h[name]
-	if len(v) == 0 {
-		return false, false
-	}
-	return true, v[0] == at.validator
-}
-
-// identityCoded reports whether h declares no content coding but identity:
-// a range counts the bytes of the coded form.
-func identityCoded(h http.Header) bool {
-	for _, v := range h["Content-Encoding"] {
-		if v = strings.TrimSpace(v); v != "" && !strings.EqualFold(v, "identity") {
-			return false
-		}
-	}
-	return true
-}
-
-// noRanges reports whether h says the origin serves no ranges.
-func noRanges(h http.Header) bool {
-	for _, v := range h["Accept-Ranges"] {
-		if strings.EqualFold(strings.TrimSpace(v), "none") {
-			return true
-		}
-	}
-	return false
-}
-
-// parseContentRange reads the one Content-Range "bytes first-last/size" of
-// a 206, with a known complete length. Anything else, "*" for the size, a
-// range outside the size, or several values, is not ok.
-func parseContentRange(values []string) (first, last, size int64, ok bool) {
-	if len(values) != 1 {
-		return 0, 0, 0, false
-	}
-	s, found := strings.CutPrefix(strings.TrimSpace(values[0]), "bytes ")
-	if !found {
-		return 0, 0, 0, false
-	}
-	span, total, found := strings.Cut(s, "/")
-	a, b, found2 := strings.Cut(span, "-")
-	if !found || !found2 {
-		return 0, 0, 0, false
-	}
-	var okA, okB, okS bool
-	first, okA = decimal(a)
-	last, okB = decimal(b)
-	size, okS = decimal(total)
-	if !okA || !okB || !okS || first > last || last >= size {
-		return 0, 0, 0, false
-	}
-	return first, last, size, true
-}
-
-// decimal reads 1*DIGIT as a non-negative int64, refusing overflow.
-func decimal(s string) (int64, bool) {
-	if s == "" || len(s) > 18 || !isDigits(s) {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		n = n*10 + int64(s[i]-'0')
-	}
-	return n, true
 }

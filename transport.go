@@ -195,7 +195,7 @@ func (r *route) findRecord() {
 		if r.rec == nil {
 			r.rec = r.t.budgets.record(r.own.host)
 		}
-		r.reorder = r.rec.demotion.standing()
+		r.reorder = r.rec.demotion.Active()
 	}
 	if r.budgeted && !r.reorder {
 		r.rec.budget.Record()
@@ -210,7 +210,7 @@ func (r *route) ownTarget() target {
 // demoting reports whether the request's candidates are ordered by their
 // demotions, and tell them of its outcomes: Demote is on and there is a
 // candidate besides the own origin.
-func (r *route) demoting() bool { return r.moves && r.p.demote.after > 0 }
+func (r *route) demoting() bool { return r.moves && r.p.demote.After > 0 }
 
 // passes reports whether r goes out once, as it is but for the mark an
 // opaque base needs: no resend, nowhere else to go, no time bound.
@@ -313,7 +313,7 @@ func (c *call) start(now time.Time) (*http.Response, error) {
 	if c.body != nil {
 		// Deferred here, not in the loop: a callback that panics in the
 		// first round must leave the caller's body closed too.
-		defer c.body.finish()
+		defer c.body.Finish()
 	}
 	first := &c.targets[0]
 	if c.reorder {

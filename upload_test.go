@@ -180,30 +180,6 @@ func TestResendOfAStreamedUploadAfterAnEarlyAnswerOverLoopback(t *testing.T) {
 	}
 }
 
-func TestRevokedReaderStopsAndTheRecordReplaysWhole(t *testing.T) {
-	src := &patternBody{n: 100}
-	rb := newReplayBody(src, 1000, -1)
-	old := rb.reader()
-	buf := make([]byte, 40)
-	n, err := old.Read(buf)
-	require.NoError(t, err)
-	require.Equal(t, 40, n)
-	assert.True(t, rb.busy())
-	rb.revoke()
-	_, err = old.Read(buf)
-	assert.ErrorIs(t, err, errBodyRevoked)
-	fresh := rb.reader()
-	got, err := io.ReadAll(fresh)
-	require.NoError(t, err)
-	want := make([]byte, 100)
-	(&patternBody{n: 100}).Read(want)
-	assert.True(t, bytes.Equal(want, got))
-	old.Close()
-	fresh.Close()
-	rb.finish()
-	assert.EqualValues(t, 1, src.closes.Load())
-}
-
 // An upload answered early with a long 503, with no resend left, returns
 // that 503 whole: the body is taken from the still-uploading attempt only
 // once a resend is paid for.

@@ -3,6 +3,8 @@ package httpretry
 import (
 	"net/http"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // outcome is what one attempt came back with: a response or an error,
@@ -110,17 +112,17 @@ func (r *route) tell(tg *target, v *verdict) {
 	case v.failure && !tooMany:
 		r.failedAt(v.instant(), tg, v.n, v.status, v.err)
 	case v.err != nil:
-	case p.claimed == 0 && !s.standing():
+	case !p.Claimed() && !s.Active():
 		// The common answer: two atomic loads, and no clock.
-		s.clearFails()
+		s.ClearFails()
 	default:
-		tg.probe = probe{}
-		if s.answered(v.instant(), p, tooMany) {
+		tg.probe = demotion.Probe{}
+		if s.Answered(v.instant(), p, tooMany) {
 			r.emit(Event{Kind: EventRestore, Attempt: v.n, Status: v.status}, tg)
 		}
 	}
 	if v.hasRA {
-		s.hold(v.at, v.ra, r.p.maxRetryAfter)
+		s.Hold(v.at, v.ra, r.p.maxRetryAfter)
 	}
 }
 
@@ -129,8 +131,8 @@ func (r *route) tell(tg *target, v *verdict) {
 // again), and tells of the demotion it tipped.
 func (r *route) failedAt(now time.Time, tg *target, n, status int, err error) {
 	p := tg.probe
-	tg.probe = probe{}
-	if demoted, d := tg.rec.demotion.failed(now, p, r.p.demote, r.rng); demoted {
+	tg.probe = demotion.Probe{}
+	if demoted, d := tg.rec.demotion.Failed(now, p, r.p.demote, r.rng); demoted {
 		r.emit(Event{Kind: EventDemote, Attempt: n, Status: status, Err: err, Delay: d}, tg)
 	}
 }
@@ -155,9 +157,9 @@ func (c *call) releaseProbes() {
 		return
 	}
 	for i := range c.targets {
-		if tg := &c.targets[i]; tg.probe.claimed != 0 {
-			tg.rec.demotion.release(tg.probe)
-			tg.probe = probe{}
+		if tg := &c.targets[i]; tg.probe.Claimed() {
+			tg.rec.demotion.Release(tg.probe)
+			tg.probe = demotion.Probe{}
 		}
 	}
 }

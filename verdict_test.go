@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // judge decides at a fixed instant, and parses Retry-After once: every
@@ -105,11 +107,11 @@ func TestTheFastPathsAnswerIsToldAsTheLoopsIs(t *testing.T) {
 	r := &route{t: tr, req: req, own: origin{"http", "a.example"}, p: p, moves: true}
 	rec := tr.budgets.record("a.example")
 	rule := Demote{After: 1, For: time.Hour}.resolve()
-	demoted, _ := rec.demotion.failed(time.Now(), probe{}, rule, nil)
+	demoted, _ := rec.demotion.Failed(time.Now(), demotion.Probe{}, rule, nil)
 	require.True(t, demoted)
 	tg := &target{scheme: "http", host: "a.example", rec: rec}
 	r.applyAnswer(tg, &http.Response{StatusCode: 200, Header: http.Header{}})
-	assert.False(t, rec.demotion.standing(), "restored")
+	assert.False(t, rec.demotion.Active(), "restored")
 	require.Len(t, events, 1)
 	assert.Equal(t, EventRestore, events[0].Kind)
 	assert.Equal(t, "http://a.example", events[0].Origin)
@@ -122,7 +124,7 @@ type demotingBase struct{ budgets *Budgets }
 
 func (d demotingBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	rule := Demote{After: 1, For: time.Hour}.resolve()
-	d.budgets.record(req.URL.Host).demotion.failed(time.Now(), probe{}, rule, nil)
+	d.budgets.record(req.URL.Host).demotion.Failed(time.Now(), demotion.Probe{}, rule, nil)
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 }
 
@@ -142,7 +144,7 @@ func TestTheFastAndTheSlowPathTellAnAnswerAlike(t *testing.T) {
 		resp, err := tr.RoundTrip(req)
 		require.NoError(t, err)
 		resp.Body.Close()
-		return kinds, budgets.record("a.example").demotion.standing()
+		return kinds, budgets.record("a.example").demotion.Active()
 	}
 	fastKinds, fastStanding := run(0)
 	slowKinds, slowStanding := run(time.Hour)

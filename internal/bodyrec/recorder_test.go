@@ -1,4 +1,4 @@
-package httpretry
+package bodyrec
 
 import (
 	"bytes"
@@ -106,7 +106,7 @@ func readToEnd(r io.Reader, seed uint64) ([]byte, error) {
 	}
 }
 
-func recordCap(rb *replayBody) (caps int64) {
+func recordCap(rb *Recorder) (caps int64) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	for _, c := range rb.chunks {
@@ -115,14 +115,14 @@ func recordCap(rb *replayBody) (caps int64) {
 	return caps
 }
 
-func TestReplayBodyFirstReaderStreamsThenReplays(t *testing.T) {
+func TestFirstReaderStreamsThenReplays(t *testing.T) {
 	data := seededBytes(10_000, 1)
 	src := newChunkySource(data, 1)
-	rb := newReplayBody(src, 1<<20, -1)
-	require.True(t, rb.untouched())
-	require.True(t, rb.replayable())
+	rb := New(src, 1<<20, -1)
+	require.True(t, rb.Untouched())
+	require.True(t, rb.Replayable())
 
-	r1 := rb.reader()
+	r1 := rb.Reader()
 	require.NotNil(t, r1)
 	got, err := readToEnd(r1, 1)
 	require.NoError(t, err)
@@ -130,11 +130,11 @@ func TestReplayBodyFirstReaderStreamsThenReplays(t *testing.T) {
 	n, err := r1.Read(make([]byte, 8))
 	assert.Equal(t, 0, n)
 	assert.Equal(t, io.EOF, err, "EOF again")
-	assert.False(t, rb.untouched())
-	assert.True(t, rb.replayable())
+	assert.False(t, rb.Untouched())
+	assert.True(t, rb.Replayable())
 
 	for i := range 3 {
-		r := rb.reader()
+		r := rb.Reader()
 		require.NotNil(t, r, "reader %d", i+2)
 		got, err := readToEnd(r, uint64(10+i))
 		require.NoError(t, err)
@@ -144,44 +144,44 @@ func TestReplayBodyFirstReaderStreamsThenReplays(t *testing.T) {
 	assert.Equal(t, int64(len(data)), src.read.Load(), "the caller's body is read once")
 	assert.Zero(t, src.closes.Load())
 	require.NoError(t, r1.Close())
-	rb.finish()
+	rb.Finish()
 	assert.Equal(t, int32(1), src.closes.Load())
 }
 
-func TestReplayBodyZeroLengthRead(t *testing.T) {
-	rb := newReplayBody(newChunkySource([]byte("abc"), 1), 10, -1)
-	r := rb.reader()
+func TestZeroLengthRead(t *testing.T) {
+	rb := New(newChunkySource([]byte("abc"), 1), 10, -1)
+	r := rb.Reader()
 	n, err := r.Read(nil)
 	assert.Equal(t, 0, n)
 	assert.NoError(t, err)
-	assert.True(t, rb.untouched())
+	assert.True(t, rb.Untouched())
 }
 
-func TestReplayBodyEmpty(t *testing.T) {
+func TestEmpty(t *testing.T) {
 	for _, limit := range []int64{0, 10} {
 		src := newChunkySource(nil, 1)
-		rb := newReplayBody(src, limit, 0)
-		got, err := readToEnd(rb.reader(), 1)
+		rb := New(src, limit, 0)
+		got, err := readToEnd(rb.Reader(), 1)
 		require.NoError(t, err)
 		assert.Empty(t, got)
-		assert.True(t, rb.replayable(), "limit %d", limit)
-		got, err = readToEnd(rb.reader(), 2)
+		assert.True(t, rb.Replayable(), "limit %d", limit)
+		got, err = readToEnd(rb.Reader(), 2)
 		require.NoError(t, err)
 		assert.Empty(t, got)
 	}
 }
 
-func TestReplayBodySecondReaderHalfway(t *testing.T) {
+func TestSecondReaderHalfway(t *testing.T) {
 	data := seededBytes(10_000, 2)
 	src := newChunkySource(data, 2)
-	rb := newReplayBody(src, 1<<20, int64(len(data)))
+	rb := New(src, 1<<20, int64(len(data)))
 
-	r1 := rb.reader()
+	r1 := rb.Reader()
 	first := readExactly(t, r1, 4000, 1)
 	require.Equal(t, data[:4000], first)
 	assert.Equal(t, int64(4000), src.read.Load(), "no read-ahead")
 
-	r2 := rb.reader()
+	r2 := rb.Reader()
 	require.NotNil(t, r2)
 	// r2 replays the 4000 recorded bytes, then reads the source on.
 	mid := readExactly(t, r2, 7000, 2)
@@ -200,7 +200,7 @@ func TestReplayBodySecondReaderHalfway(t *testing.T) {
 	assert.Equal(t, int64(len(data)), src.read.Load())
 }
 
-func TestReplayBodyLargerThanLimit(t *testing.T) {
+func TestLargerThanLimit(t *testing.T) {
 	const limit = 1000
 	tests := []struct {
 		name       string
@@ -217,13 +217,13 @@ func TestReplayBodyLargerThanLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			data := seededBytes(tt.size, 3)
 			src := newChunkySource(data, 3)
-			rb := newReplayBody(src, limit, -1)
-			r1 := rb.reader()
+			rb := New(src, limit, -1)
+			r1 := rb.Reader()
 			got, err := readToEnd(r1, 1)
 			require.NoError(t, err)
 			require.Equal(t, data, got, "the first reader gets the whole body")
-			assert.Equal(t, tt.replayable, rb.replayable())
-			r2 := rb.reader()
+			assert.Equal(t, tt.replayable, rb.Replayable())
+			r2 := rb.Reader()
 			if !tt.replayable {
 				assert.Nil(t, r2)
 				assert.Zero(t, recordCap(rb), "the record is dropped")
@@ -235,18 +235,18 @@ func TestReplayBodyLargerThanLimit(t *testing.T) {
 				r2.Close()
 			}
 			r1.Close()
-			rb.finish()
+			rb.Finish()
 			assert.Equal(t, int32(1), src.closes.Load())
 		})
 	}
 }
 
-func TestReplayBodyReaderBehindWhenRecordDropped(t *testing.T) {
+func TestReaderBehindWhenRecordDropped(t *testing.T) {
 	data := seededBytes(5000, 4)
-	rb := newReplayBody(newChunkySource(data, 4), 1000, -1)
-	r1 := rb.reader()
+	rb := New(newChunkySource(data, 4), 1000, -1)
+	r1 := rb.Reader()
 	require.Equal(t, data[:500], readExactly(t, r1, 500, 1))
-	r2 := rb.reader()
+	r2 := rb.Reader()
 	require.NotNil(t, r2)
 	require.Equal(t, data[:300], readExactly(t, r2, 300, 2))
 
@@ -255,48 +255,47 @@ func TestReplayBodyReaderBehindWhenRecordDropped(t *testing.T) {
 	require.Equal(t, data[500:], got, "the reader in front streams on")
 
 	_, err = r2.Read(make([]byte, 10))
-	assert.ErrorIs(t, err, errBodyGone, "the reader behind cannot be served")
-	assert.True(t, permanent(err))
-	assert.Nil(t, rb.reader())
+	assert.ErrorIs(t, err, ErrGone, "the reader behind cannot be served")
+	assert.Nil(t, rb.Reader())
 }
 
-func TestReplayBodyContentLengthAboveLimit(t *testing.T) {
+func TestContentLengthAboveLimit(t *testing.T) {
 	data := seededBytes(5000, 5)
 	src := newChunkySource(data, 5)
-	rb := newReplayBody(src, 1000, int64(len(data)))
-	assert.True(t, rb.replayable(), "untouched")
-	r1 := rb.reader()
+	rb := New(src, 1000, int64(len(data)))
+	assert.True(t, rb.Replayable(), "untouched")
+	r1 := rb.Reader()
 	require.NotNil(t, r1)
 	require.Equal(t, data[:10], readExactly(t, r1, 10, 1))
 	assert.Zero(t, recordCap(rb), "not one byte recorded")
-	assert.False(t, rb.replayable())
-	assert.Nil(t, rb.reader())
+	assert.False(t, rb.Replayable())
+	assert.Nil(t, rb.Reader())
 	got, err := readToEnd(r1, 2)
 	require.NoError(t, err)
 	require.Equal(t, data[10:], got)
 	assert.Zero(t, recordCap(rb))
 }
 
-func TestReplayBodyLimitZero(t *testing.T) {
+func TestLimitZero(t *testing.T) {
 	for _, limit := range []int64{0, -1} {
 		data := []byte("hello, world")
 		src := newChunkySource(data, 6)
-		rb := newReplayBody(src, limit, -1)
-		assert.True(t, rb.replayable())
-		assert.True(t, rb.untouched())
-		r1 := rb.reader()
-		r2 := rb.reader() // as a resend of a request that never left would
+		rb := New(src, limit, -1)
+		assert.True(t, rb.Replayable())
+		assert.True(t, rb.Untouched())
+		r1 := rb.Reader()
+		r2 := rb.Reader() // as a resend of a request that never left would
 		require.NotNil(t, r1)
 		require.NotNil(t, r2)
-		assert.True(t, rb.replayable(), "still untouched")
+		assert.True(t, rb.Replayable(), "still untouched")
 
 		got := readExactly(t, r1, 1, 1)
 		assert.Equal(t, data[:1], got)
-		assert.False(t, rb.untouched())
-		assert.False(t, rb.replayable(), "limit %d", limit)
-		assert.Nil(t, rb.reader())
+		assert.False(t, rb.Untouched())
+		assert.False(t, rb.Replayable(), "limit %d", limit)
+		assert.Nil(t, rb.Reader())
 		_, err := r2.Read(make([]byte, 4))
-		assert.ErrorIs(t, err, errBodyGone)
+		assert.ErrorIs(t, err, ErrGone)
 
 		rest, err := readToEnd(r1, 2)
 		require.NoError(t, err)
@@ -307,15 +306,15 @@ func TestReplayBodyLimitZero(t *testing.T) {
 
 var errSourceFailed = errors.New("boom")
 
-func TestReplayBodyReadErrorSticky(t *testing.T) {
+func TestReadErrorSticky(t *testing.T) {
 	data := seededBytes(1000, 7)
 	src := newChunkySource(data, 7)
 	src.failAt, src.failErr = 300, errSourceFailed
-	rb := newReplayBody(src, 1<<20, -1)
+	rb := New(src, 1<<20, -1)
 
-	r1 := rb.reader()
+	r1 := rb.Reader()
 	require.Equal(t, data[:100], readExactly(t, r1, 100, 1))
-	r2 := rb.reader()
+	r2 := rb.Reader()
 	require.NotNil(t, r2)
 
 	got, err := readToEnd(r1, 2)
@@ -326,9 +325,9 @@ func TestReplayBodyReadErrorSticky(t *testing.T) {
 		assert.Zero(t, n)
 		assert.ErrorIs(t, err, errSourceFailed, "sticky")
 	}
-	assert.ErrorIs(t, rb.readErr(), errSourceFailed)
-	assert.False(t, rb.replayable())
-	assert.Nil(t, rb.reader())
+	assert.ErrorIs(t, rb.ReadErr(), errSourceFailed)
+	assert.False(t, rb.Replayable())
+	assert.Nil(t, rb.Reader())
 
 	// A reader behind gets what was recorded, then the same error.
 	got, err = readToEnd(r2, 3)
@@ -338,24 +337,24 @@ func TestReplayBodyReadErrorSticky(t *testing.T) {
 
 	r1.Close()
 	r2.Close()
-	rb.finish()
+	rb.Finish()
 	assert.Equal(t, int32(1), src.closes.Load())
 }
 
-func TestReplayBodyReadErrorAtFirstByte(t *testing.T) {
+func TestReadErrorAtFirstByte(t *testing.T) {
 	src := newChunkySource([]byte("abc"), 8)
 	src.failAt, src.failErr = 0, errSourceFailed
-	rb := newReplayBody(src, 10, -1)
-	r := rb.reader()
+	rb := New(src, 10, -1)
+	r := rb.Reader()
 	_, err := r.Read(make([]byte, 4))
 	assert.ErrorIs(t, err, errSourceFailed)
-	assert.ErrorIs(t, rb.readErr(), errSourceFailed)
-	assert.True(t, rb.untouched())
-	assert.False(t, rb.replayable(), "a failed body is not replayable even untouched")
-	assert.Nil(t, rb.reader())
+	assert.ErrorIs(t, rb.ReadErr(), errSourceFailed)
+	assert.True(t, rb.Untouched())
+	assert.False(t, rb.Replayable(), "a failed body is not replayable even untouched")
+	assert.Nil(t, rb.Reader())
 }
 
-func TestReplayBodyCloseOnce(t *testing.T) {
+func TestCloseOnce(t *testing.T) {
 	tests := []struct {
 		name  string
 		steps []string // "finish", "c1", "c2"
@@ -371,14 +370,14 @@ func TestReplayBodyCloseOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newChunkySource([]byte("payload"), 9)
-			rb := newReplayBody(src, 100, -1)
-			r1, r2 := rb.reader(), rb.reader()
+			rb := New(src, 100, -1)
+			r1, r2 := rb.Reader(), rb.Reader()
 			_, err := readToEnd(r1, 1)
 			require.NoError(t, err)
 			for i, step := range tt.steps {
 				switch step {
 				case "finish":
-					rb.finish()
+					rb.Finish()
 				case "c1":
 					require.NoError(t, r1.Close())
 				case "c2":
@@ -390,42 +389,42 @@ func TestReplayBodyCloseOnce(t *testing.T) {
 				}
 				require.Equal(t, want, src.closes.Load(), "after step %d (%s)", i, step)
 			}
-			assert.False(t, rb.replayable(), "closed")
-			assert.Nil(t, rb.reader())
+			assert.False(t, rb.Replayable(), "closed")
+			assert.Nil(t, rb.Reader())
 			_, err = r1.Read(make([]byte, 4))
-			assert.ErrorIs(t, err, errBodyClosed)
+			assert.ErrorIs(t, err, ErrClosed)
 		})
 	}
 }
 
-func TestReplayBodyCloseWithoutReaders(t *testing.T) {
+func TestCloseWithoutReaders(t *testing.T) {
 	src := newChunkySource([]byte("x"), 10)
-	rb := newReplayBody(src, 100, -1)
-	rb.finish()
+	rb := New(src, 100, -1)
+	rb.Finish()
 	assert.Equal(t, int32(1), src.closes.Load())
-	rb.finish()
+	rb.Finish()
 	assert.Equal(t, int32(1), src.closes.Load())
-	assert.Nil(t, rb.reader())
+	assert.Nil(t, rb.Reader())
 }
 
-func TestReplayBodyCloseError(t *testing.T) {
+func TestCloseError(t *testing.T) {
 	src := newChunkySource([]byte("x"), 11)
 	src.closeErr = errSourceFailed
-	rb := newReplayBody(src, 100, -1)
-	r := rb.reader()
-	rb.finish()
+	rb := New(src, 100, -1)
+	r := rb.Reader()
+	rb.Finish()
 	assert.ErrorIs(t, r.Close(), errSourceFailed, "the last reader's Close closes the caller's body")
 	assert.NoError(t, r.Close(), "a second Close is a no-op")
 	assert.Equal(t, int32(1), src.closes.Load())
 }
 
-func TestReplayBodyReaderAfterFinishWhileOpen(t *testing.T) {
+func TestReaderAfterFinishWhileOpen(t *testing.T) {
 	data := []byte("0123456789")
 	src := newChunkySource(data, 12)
-	rb := newReplayBody(src, 100, -1)
-	r1 := rb.reader()
-	rb.finish()
-	r2 := rb.reader() // a straggling hedge may still ask
+	rb := New(src, 100, -1)
+	r1 := rb.Reader()
+	rb.Finish()
+	r2 := rb.Reader() // a straggling hedge may still ask
 	require.NotNil(t, r2)
 	r1.Close()
 	assert.Zero(t, src.closes.Load())
@@ -436,16 +435,16 @@ func TestReplayBodyReaderAfterFinishWhileOpen(t *testing.T) {
 	assert.Equal(t, int32(1), src.closes.Load())
 }
 
-func TestReplayBodyConcurrentReaders(t *testing.T) {
+func TestConcurrentReaders(t *testing.T) {
 	for iter := range 20 {
 		data := seededBytes(20_000+iter*37, uint64(iter))
 		src := newChunkySource(data, uint64(iter))
 		src.maxChunk = 600
-		rb := newReplayBody(src, 1<<20, -1)
+		rb := New(src, 1<<20, -1)
 		const readers = 4
-		rs := make([]*replayReader, readers)
+		rs := make([]*Reader, readers)
 		for i := range rs {
-			rs[i] = rb.reader()
+			rs[i] = rb.Reader()
 			require.NotNil(t, rs[i])
 		}
 		results := make([][]byte, readers)
@@ -457,7 +456,7 @@ func TestReplayBodyConcurrentReaders(t *testing.T) {
 				rs[i].Close()
 			})
 		}
-		wg.Go(rb.finish)
+		wg.Go(rb.Finish)
 		wg.Wait()
 		for i := range rs {
 			require.NoError(t, errs[i], "iteration %d reader %d", iter, i)
@@ -468,15 +467,15 @@ func TestReplayBodyConcurrentReaders(t *testing.T) {
 	}
 }
 
-func TestReplayBodyConcurrentReadersOverLimit(t *testing.T) {
+func TestConcurrentReadersOverLimit(t *testing.T) {
 	// Hedged attempts of a body that outgrows the limit: every reader gets
-	// a prefix of the body, then either the rest or errBodyGone.
+	// a prefix of the body, then either the rest or ErrGone.
 	for iter := range 20 {
 		data := seededBytes(8000, uint64(iter))
 		src := newChunkySource(data, uint64(iter))
 		src.maxChunk = 300
-		rb := newReplayBody(src, 3000, -1)
-		rs := []*replayReader{rb.reader(), rb.reader(), rb.reader()}
+		rb := New(src, 3000, -1)
+		rs := []*Reader{rb.Reader(), rb.Reader(), rb.Reader()}
 		results := make([][]byte, len(rs))
 		errs := make([]error, len(rs))
 		var wg sync.WaitGroup
@@ -487,7 +486,7 @@ func TestReplayBodyConcurrentReadersOverLimit(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		rb.finish()
+		rb.Finish()
 		whole := 0
 		for i := range rs {
 			require.True(t, bytes.HasPrefix(data, results[i]), "iteration %d reader %d", iter, i)
@@ -495,7 +494,7 @@ func TestReplayBodyConcurrentReadersOverLimit(t *testing.T) {
 				require.Len(t, results[i], len(data))
 				whole++
 			} else {
-				require.ErrorIs(t, errs[i], errBodyGone)
+				require.ErrorIs(t, errs[i], ErrGone)
 			}
 		}
 		require.GreaterOrEqual(t, whole, 1, "the reader in front gets all of it")
@@ -504,7 +503,7 @@ func TestReplayBodyConcurrentReadersOverLimit(t *testing.T) {
 	}
 }
 
-func TestReplayBodyMemoryBound(t *testing.T) {
+func TestMemoryBound(t *testing.T) {
 	tests := []struct {
 		name          string
 		size          int
@@ -530,8 +529,8 @@ func TestReplayBodyMemoryBound(t *testing.T) {
 			data := seededBytes(tt.size, 13)
 			src := newChunkySource(data, 13)
 			src.maxChunk = tt.maxChunk
-			rb := newReplayBody(src, tt.limit, tt.contentLength)
-			r := rb.reader()
+			rb := New(src, tt.limit, tt.contentLength)
+			r := rb.Reader()
 			buf := make([]byte, 8192)
 			var peak int64
 			var got []byte
@@ -552,13 +551,13 @@ func TestReplayBodyMemoryBound(t *testing.T) {
 			}
 			require.Equal(t, data, got)
 			if int64(tt.size) <= tt.limit {
-				require.True(t, rb.replayable())
+				require.True(t, rb.Replayable())
 				assert.GreaterOrEqual(t, peak, int64(tt.size))
-				replay, err := readToEnd(rb.reader(), 1)
+				replay, err := readToEnd(rb.Reader(), 1)
 				require.NoError(t, err)
 				require.Equal(t, data, replay)
 			} else {
-				assert.False(t, rb.replayable())
+				assert.False(t, rb.Replayable())
 				assert.Zero(t, recordCap(rb))
 			}
 			if tt.contentLength == int64(tt.size) && tt.size < chunkSize {
@@ -566,4 +565,24 @@ func TestReplayBodyMemoryBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRevokedReaderStopsAndTheRecordReplaysWhole(t *testing.T) {
+	data := seededBytes(100, 11)
+	src := newChunkySource(data, 11)
+	rb := New(src, 1000, -1)
+	old := rb.Reader()
+	require.Equal(t, data[:40], readExactly(t, old, 40, 11))
+	assert.True(t, rb.Busy())
+	rb.Revoke()
+	_, err := old.Read(make([]byte, 40))
+	assert.ErrorIs(t, err, ErrRevoked)
+	fresh := rb.Reader()
+	got, err := io.ReadAll(fresh)
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+	old.Close()
+	fresh.Close()
+	rb.Finish()
+	assert.EqualValues(t, 1, src.closes.Load())
 }

@@ -1,11 +1,29 @@
-package httpretry
+// Package bodyrec records a request body while it is sent, so that
+// httpretry may send it again without GetBody.
+package bodyrec
 
 import (
+	"errors"
 	"io"
 	"sync"
 )
 
-// replayBody shares one request body without GetBody among the attempts of
+// The errors carry no "httpretry: " prefix: an Event's error never does,
+// and the error the caller gets has it once (see the root's errors.go).
+
+// ErrGone is returned to a reader whose next bytes were read by another
+// reader and could not be kept, because the body outgrew the limit.
+var ErrGone = errors.New("request body is no longer replayable")
+
+// ErrClosed is returned by a Read after Close.
+var ErrClosed = errors.New("read on closed request body")
+
+// ErrRevoked is returned to a reader that Revoke stopped: an attempt
+// discarded while its transport was still sending the body, once a resend
+// has taken it over.
+var ErrRevoked = errors.New("request body taken over by a resend")
+
+// Recorder shares one request body without GetBody among the attempts of
 // a request. It does not read ahead: the bytes are recorded as the base
 // transport reads them, up to limit, so the first byte leaves as early as
 // without httpretry, and a resend replays the record, then goes on reading
@@ -17,8 +35,9 @@ import (
 //
 // The caller's body is closed once, when the request is finished and every
 // attempt's transport has closed its reader, since an http.Transport may
-// still be reading a body after RoundTrip returned.
-type replayBody struct {
+// still be reading a body after RoundTrip returned. A Recorder is safe
+// for concurrent use; each Reader is one attempt's, read by one goroutine.
+type Recorder struct {
 	src   io.ReadCloser
 	limit int64
 
@@ -40,8 +59,10 @@ type replayBody struct {
 	closed   bool  // src closed
 }
 
-func newReplayBody(src io.ReadCloser, limit, contentLength int64) *replayBody {
-	rb := &replayBody{src: src, limit: max(limit, 0), complete: true, sizeHint: contentLength}
+// New records src, a body of contentLength bytes (-1: unknown), up to
+// limit bytes.
+func New(src io.ReadCloser, limit, contentLength int64) *Recorder {
+	rb := &Recorder{src: src, limit: max(limit, 0), complete: true, sizeHint: contentLength}
 	if contentLength > rb.limit {
 		// Known to be too long: not one byte is worth recording.
 		rb.limit = 0
@@ -49,56 +70,60 @@ func newReplayBody(src io.ReadCloser, limit, contentLength int64) *replayBody {
 	return rb
 }
 
-// replayable reports whether a new reader would yield the whole body.
-func (rb *replayBody) replayable() bool {
+// Records reports whether rb keeps any byte: not when its limit is 0, or
+// the body is known to be longer. It never changes.
+func (rb *Recorder) Records() bool { return rb.limit > 0 }
+
+// Replayable reports whether a new reader would yield the whole body.
+func (rb *Recorder) Replayable() bool {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	return rb.replayableLocked()
 }
 
-func (rb *replayBody) replayableLocked() bool {
+func (rb *Recorder) replayableLocked() bool {
 	return rb.err == nil && !rb.closed && (rb.n == 0 || rb.complete)
 }
 
-// untouched reports whether no byte of the body has been read.
-func (rb *replayBody) untouched() bool {
+// Untouched reports whether no byte of the body has been read.
+func (rb *Recorder) Untouched() bool {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	return rb.n == 0
 }
 
-// readErr is the error reading the caller's body failed with, if any.
-func (rb *replayBody) readErr() error {
+// ReadErr is the error reading the caller's body failed with, if any.
+func (rb *Recorder) ReadErr() error {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	return rb.err
 }
 
-// reader returns a new reader from the first byte, or nil if the body can
+// Reader returns a new reader from the first byte, or nil if the body can
 // no longer be replayed.
-func (rb *replayBody) reader() *replayReader {
+func (rb *Recorder) Reader() *Reader {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	if !rb.replayableLocked() {
 		return nil
 	}
 	rb.readers++
-	return &replayReader{rb: rb, gen: rb.gen}
+	return &Reader{rb: rb, gen: rb.gen}
 }
 
-// busy reports whether a reader is open and may still read the caller's
+// Busy reports whether a reader is open and may still read the caller's
 // body: a discarded attempt whose transport goes on uploading.
-func (rb *replayBody) busy() bool {
+func (rb *Recorder) Busy() bool {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	return rb.readers > 0 && !rb.eof && rb.err == nil && !rb.closed
 }
 
-// revoke stops every reader open now from reading further, once a read of
+// Revoke stops every reader open now from reading further, once a read of
 // the caller's body in progress has ended, so that a resend never shares
 // the body with the upload of a discarded attempt: that upload could read
 // on past the limit and leave the resend with a body cut short.
-func (rb *replayBody) revoke() {
+func (rb *Recorder) Revoke() {
 	rb.srcMu.Lock()
 	rb.mu.Lock()
 	rb.gen++
@@ -106,9 +131,9 @@ func (rb *replayBody) revoke() {
 	rb.srcMu.Unlock()
 }
 
-// finish says the request is over; the caller's body is closed as soon as
+// Finish says the request is over; the caller's body is closed as soon as
 // no attempt's reader is open.
-func (rb *replayBody) finish() {
+func (rb *Recorder) Finish() {
 	rb.mu.Lock()
 	rb.finished = true
 	c := rb.closeLocked()
@@ -119,7 +144,7 @@ func (rb *replayBody) finish() {
 }
 
 // closeLocked reports whether src is to be closed now, and marks it closed.
-func (rb *replayBody) closeLocked() bool {
+func (rb *Recorder) closeLocked() bool {
 	if rb.finished && rb.readers == 0 && !rb.closed {
 		rb.closed = true
 		rb.dropRecord()
@@ -129,7 +154,7 @@ func (rb *replayBody) closeLocked() bool {
 }
 
 // record keeps p, or drops the record if p would take it past the limit.
-func (rb *replayBody) record(p []byte) {
+func (rb *Recorder) record(p []byte) {
 	rb.n += int64(len(p))
 	if !rb.complete {
 		return
@@ -162,7 +187,7 @@ const chunkSize = 32 << 10
 
 var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
 
-func (rb *replayBody) newChunk() []byte {
+func (rb *Recorder) newChunk() []byte {
 	if len(rb.chunks) == 0 && rb.sizeHint > 0 && rb.sizeHint < chunkSize {
 		return make([]byte, 0, rb.sizeHint)
 	}
@@ -171,7 +196,7 @@ func (rb *replayBody) newChunk() []byte {
 
 // dropRecord gives the record's pooled chunks back. The caller holds mu,
 // and no reader can read the record any more.
-func (rb *replayBody) dropRecord() {
+func (rb *Recorder) dropRecord() {
 	for _, c := range rb.chunks {
 		if cap(c) == chunkSize {
 			chunkPool.Put((*[chunkSize]byte)(c[:chunkSize]))
@@ -181,7 +206,7 @@ func (rb *replayBody) dropRecord() {
 }
 
 // copyAt copies recorded bytes from offset off into p.
-func (rb *replayBody) copyAt(off int64, p []byte) int {
+func (rb *Recorder) copyAt(off int64, p []byte) int {
 	n := 0
 	for _, c := range rb.chunks {
 		if off >= int64(len(c)) {
@@ -198,9 +223,9 @@ func (rb *replayBody) copyAt(off int64, p []byte) int {
 	return n
 }
 
-// replayReader is one attempt's view of a replayBody.
-type replayReader struct {
-	rb     *replayBody
+// Reader is one attempt's view of a Recorder.
+type Reader struct {
+	rb     *Recorder
 	pos    int64
 	gen    int  // rb.gen when the reader was made
 	closed bool // guarded by rb.mu
@@ -208,7 +233,7 @@ type replayReader struct {
 
 // Read reads on from r's position: from the record while r is behind the
 // reader furthest ahead, then from src, recording what it reads.
-func (r *replayReader) Read(p []byte) (int, error) {
+func (r *Reader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -225,18 +250,18 @@ func (r *replayReader) Read(p []byte) (int, error) {
 // readRecord answers a read that needs no byte of src: recorded bytes when
 // r is behind, or the end r has reached (closed, revoked, the body's error
 // or EOF). done is false when r is at the front and src must be read.
-func (r *replayReader) readRecord(p []byte) (n int, done bool, err error) {
+func (r *Reader) readRecord(p []byte) (n int, done bool, err error) {
 	rb := r.rb
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	switch {
 	case r.closed:
-		return 0, true, errBodyClosed
+		return 0, true, ErrClosed
 	case r.gen != rb.gen:
-		return 0, true, errBodyRevoked
+		return 0, true, ErrRevoked
 	case r.pos < rb.n:
 		if !rb.complete {
-			return 0, true, errBodyGone
+			return 0, true, ErrGone
 		}
 		k := rb.copyAt(r.pos, p)
 		r.pos += int64(k)
@@ -246,7 +271,7 @@ func (r *replayReader) readRecord(p []byte) (n int, done bool, err error) {
 	case rb.eof:
 		return 0, true, io.EOF
 	case rb.closed:
-		return 0, true, errBodyClosed
+		return 0, true, ErrClosed
 	}
 	return 0, false, nil
 }
@@ -254,7 +279,7 @@ func (r *replayReader) readRecord(p []byte) (n int, done bool, err error) {
 // readSource reads src into p and records what it read. Another reader may
 // have read on while r waited for srcMu: then done is false, and the next
 // pass serves r from the record or reports the body's end.
-func (r *replayReader) readSource(p []byte) (n int, done bool, err error) {
+func (r *Reader) readSource(p []byte) (n int, done bool, err error) {
 	rb := r.rb
 	rb.srcMu.Lock()
 	rb.mu.Lock()
@@ -281,7 +306,7 @@ func (r *replayReader) readSource(p []byte) (n int, done bool, err error) {
 
 // Close ends this attempt's use of the body. The caller's body is closed
 // when the request is finished and no reader is open.
-func (r *replayReader) Close() error {
+func (r *Reader) Close() error {
 	rb := r.rb
 	rb.mu.Lock()
 	if r.closed {
