@@ -49,9 +49,13 @@ func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
 
 // rebucket moves the counts of the window that old cut into slots to the
 // slots of p, keeping those that still fall inside p's window. A slot of
-// old that lies partly inside it is kept whole, counted from the oldest
-// slot of p's window; one that another caller opened ahead of now is
-// counted in now's. The caller holds b.mu.
+// old is kept whole, in the slot of p that holds the middle of what it
+// still covers of p's window (up to now). Its first instant would age its
+// counts by up to a slot at every reload that changes the slots: with two
+// windows over one origin, each request a reload, most requests fell out
+// of the window within a second. Its last instant would renew them at
+// every such reload, so that they never left it. The middle errs by at
+// most the coarser slot, once. The caller holds b.mu.
 //
 // Record adds to the bucket it read from cur without the lock, so its
 // request may land after the counts were taken: the ring is turned so that
@@ -72,7 +76,9 @@ func (b *Budget) rebucket(now int64, old, p *budgetParams) {
 		moved[i] = counts{-1, bk.requests.Swap(0), bk.retries.Swap(0), bk.copies.Swap(0)}
 		bk.start.Store(0)
 		if s > now-old.window && s <= now+old.slot && s+old.slot > first {
-			moved[i].at = min(max(s, first), now)
+			// The middle of what the slot still covers of p's window.
+			lo, hi := max(s, first), min(s+old.slot, now)
+			moved[i].at = min(lo+(hi-lo)/2, now)
 		}
 		if bk == cur {
 			b.ring = (int64(i) - (now/p.slot)%budgetBuckets + budgetBuckets) % budgetBuckets

@@ -58,11 +58,15 @@ func TestBudgetReloadShrinkingWindowKeepsWhatItCovers(t *testing.T) {
 	require.Equal(t, BudgetStats{Requests: 100, Retries: 20}, windowAt(b, budgetAt(9500*time.Millisecond)))
 
 	reloadTo(b, BudgetConfig{Window: time.Second}, budgetAt(9500*time.Millisecond)) // 100 ms slots
-	// (8.5 s, 9.5 s] covers the end of the slot of +8 s and the whole of +9 s.
+	// (8.5 s, 9.5 s] covers the end of the slot of +8 s and the whole of +9 s
+	// so far. Each is counted in the middle of what it covers: (8.6 s, 9 s)
+	// at 8.8 s, [9 s, 9.5 s] at 9.25 s, in the 100 ms slots of 8.8 s and
+	// 9.2 s, which leave the window at 9.8 s and 10.2 s.
 	assert.Equal(t, BudgetStats{Requests: 20, Retries: 20}, windowAt(b, budgetAt(9500*time.Millisecond)))
-	assert.Equal(t, BudgetStats{Requests: 10, Retries: 20}, windowAt(b, budgetAt(9600*time.Millisecond)))
-	assert.Equal(t, BudgetStats{Requests: 10, Retries: 20}, windowAt(b, budgetAt(9999*time.Millisecond)))
-	assert.Equal(t, BudgetStats{}, windowAt(b, budgetAt(10100*time.Millisecond)))
+	assert.Equal(t, BudgetStats{Requests: 20, Retries: 20}, windowAt(b, budgetAt(9799*time.Millisecond)))
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 20}, windowAt(b, budgetAt(9800*time.Millisecond)))
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 20}, windowAt(b, budgetAt(10199*time.Millisecond)))
+	assert.Equal(t, BudgetStats{}, windowAt(b, budgetAt(10200*time.Millisecond)))
 }
 
 // TestBudgetsReloadWindowRecordsIntoTheNewSlots: after a reload through
@@ -167,4 +171,31 @@ func TestBudgetsTwoWindowsCountEveryRequest(t *testing.T) {
 	s := b.Stats()
 	assert.Equal(t, workers*each, s.Requests)
 	assert.Equal(t, workers*each/5, s.Allowance)
+}
+
+// TestBudgetTwoWindowsTakeTurnsForHours: two windows over one origin, 1 h
+// and 10 h, each request a reload, one every 10 s for 5 h at fixed
+// instants. Moving the counts at every reload neither loses the recent
+// ones (counted from a slot's first instant, they aged a slot a reload and
+// fell out) nor keeps the old ones for ever (counted from its last, they
+// were renewed at each reload): under 1 h, the window counts at least the
+// requests of its last 30 min and at most those of its last 2 h.
+func TestBudgetTwoWindowsTakeTurnsForHours(t *testing.T) {
+	windows := []BudgetConfig{{Window: time.Hour}, {Window: 10 * time.Hour}}
+	b := newTestBudget(windows[0])
+	const every, n = 10 * time.Second, 1800
+	for i := range n {
+		now := budgetAt(time.Duration(i) * every)
+		reloadTo(b, windows[i%2], now)
+		recordTimes(b, 1, now)
+		if i%2 == 1 {
+			continue
+		}
+		got := windowAt(b, now).Requests
+		assert.GreaterOrEqual(t, got, min(i+1, int(30*time.Minute/every)), "at +%v", time.Duration(i)*every)
+		assert.LessOrEqual(t, got, min(i+1, int(2*time.Hour/every)+1), "at +%v", time.Duration(i)*every)
+	}
+	end := budgetAt(n * every)
+	reloadTo(b, windows[0], end)
+	assert.Equal(t, 0, windowAt(b, end.Add(2*time.Hour)).Requests, "gone once the reloads stop")
 }
