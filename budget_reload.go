@@ -54,8 +54,9 @@ func (b *Budget) reloadAt(cfg BudgetConfig, now int64) {
 // counts by up to a slot at every reload that changes the slots: with two
 // windows over one origin, each request a reload, most requests fell out
 // of the window within a second. Its last instant would renew them at
-// every such reload, so that they never left it. The middle errs by at
-// most the coarser slot, once. The caller holds b.mu.
+// every such reload, so that they never left it. From the middle, the
+// error stays within a few of the coarsest slots, however many reloads
+// there are. The caller holds b.mu.
 //
 // Record adds to the bucket it read from cur without the lock, so its
 // request may land after the counts were taken: the ring is turned so that

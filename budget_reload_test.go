@@ -173,29 +173,32 @@ func TestBudgetsTwoWindowsCountEveryRequest(t *testing.T) {
 	assert.Equal(t, workers*each/5, s.Allowance)
 }
 
-// TestBudgetTwoWindowsTakeTurnsForHours: two windows over one origin, 1 h
-// and 10 h, each request a reload, one every 10 s for 5 h at fixed
-// instants. Moving the counts at every reload neither loses the recent
-// ones (counted from a slot's first instant, they aged a slot a reload and
-// fell out) nor keeps the old ones for ever (counted from its last, they
-// were renewed at each reload): under 1 h, the window counts at least the
-// requests of its last 30 min and at most those of its last 2 h.
+// TestBudgetTwoWindowsTakeTurnsForHours: windows of 1 h, 90 min, 2 h and
+// 10 h over one origin in turn, each request a reload, one every 10 s for
+// 20 h at fixed instants. Moving the counts at every reload neither loses
+// the recent ones nor keeps the old ones for ever. Counted from a slot's
+// first instant, they aged a slot a reload and fell out: the window held
+// none of the last hour's 360 requests. Under 1 h the window counts at
+// least the requests of its last 45 min and at most those of its last 3 h:
+// the error is bounded by the 10 h window's hour-long slots, however many
+// reloads there are.
 func TestBudgetTwoWindowsTakeTurnsForHours(t *testing.T) {
-	windows := []BudgetConfig{{Window: time.Hour}, {Window: 10 * time.Hour}}
+	windows := []BudgetConfig{{Window: time.Hour}, {Window: 90 * time.Minute}, {Window: 2 * time.Hour},
+		{Window: 10 * time.Hour}}
 	b := newTestBudget(windows[0])
-	const every, n = 10 * time.Second, 1800
+	const every, n = 10 * time.Second, 7200
 	for i := range n {
 		now := budgetAt(time.Duration(i) * every)
-		reloadTo(b, windows[i%2], now)
+		reloadTo(b, windows[i%len(windows)], now)
 		recordTimes(b, 1, now)
-		if i%2 == 1 {
+		if i%len(windows) != 0 {
 			continue
 		}
 		got := windowAt(b, now).Requests
-		assert.GreaterOrEqual(t, got, min(i+1, int(30*time.Minute/every)), "at +%v", time.Duration(i)*every)
-		assert.LessOrEqual(t, got, min(i+1, int(2*time.Hour/every)+1), "at +%v", time.Duration(i)*every)
+		assert.GreaterOrEqual(t, got, min(i+1, int(45*time.Minute/every)), "at +%v", time.Duration(i)*every)
+		assert.LessOrEqual(t, got, min(i+1, int(3*time.Hour/every)+1), "at +%v", time.Duration(i)*every)
 	}
 	end := budgetAt(n * every)
 	reloadTo(b, windows[0], end)
-	assert.Equal(t, 0, windowAt(b, end.Add(2*time.Hour)).Requests, "gone once the reloads stop")
+	assert.Equal(t, 0, windowAt(b, end.Add(4*time.Hour)).Requests, "gone once the reloads stop")
 }
