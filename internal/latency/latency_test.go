@@ -270,6 +270,37 @@ func (l *Estimator) held() (n uint64) {
 	return n
 }
 
+// Samples yields the buckets that hold samples, in order, and stops when
+// asked to.
+func TestEstimatorSamples(t *testing.T) {
+	var l Estimator
+	for range 3 {
+		l.Record(10*time.Millisecond, 0.5)
+	}
+	l.Record(time.Second, 0.5)
+	got := map[time.Duration]int{}
+	for upper, n := range l.Samples() {
+		got[upper] = n
+	}
+	assert.Equal(t, map[time.Duration]int{10 << 20: 3, 15 << 26: 1}, got)
+	for upper := range l.Samples() {
+		assert.Equal(t, time.Duration(10<<20), upper, "the first, then stop")
+		break
+	}
+}
+
+// Should racing recorders leave the buckets holding fewer samples than
+// the fill counts say, the rank is the last sample held; with none held,
+// the quantile is 0.
+func TestEstimatorQuantileBeyondTheSamplesHeld(t *testing.T) {
+	var l Estimator
+	l.n[0].Store(10)
+	assert.Zero(t, l.quantile(0.95))
+	l.buckets[bucket(time.Millisecond)].Add(1)
+	l.buckets[bucket(time.Second)].Add(1 << 16)
+	assert.Equal(t, upper(bucket(time.Second)), l.quantile(0.95))
+}
+
 func TestEstimatorNoAllocation(t *testing.T) {
 	var l Estimator
 	allocs := testing.AllocsPerRun(1000, func() {
