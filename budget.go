@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/latency"
 )
 
 // BudgetConfig sizes a host's retry budget: the share of recent requests
@@ -282,7 +284,7 @@ func (b *Budget) tryReserveAt(now time.Time) bool {
 // attempt that is never sent can be refunded: the one reservation of a
 // resend, a hedged copy and a resume request. With q > 0 the attempt is a
 // copy under a learned delay, which also needs room under the window's cap
-// on such copies (see learnedCopyCap): a distribution that drifts faster
+// on such copies (see latency.CopyCap): a distribution that drifts faster
 // than the estimator must not spend the whole retry budget on copies.
 // refused is why nothing was charged, ReasonCopyCap or ReasonBudget; 0
 // when the attempt was granted.
@@ -293,7 +295,7 @@ func (b *Budget) reserveAt(now time.Time, q float64) (res reservation, refused R
 	p := b.loadParams()
 	cur := b.current(ns)
 	requests, retries, copies := b.window(ns, p)
-	if q > 0 && copies+1 > int64(learnedCopyCap(q, int(requests))) {
+	if q > 0 && copies+1 > int64(latency.CopyCap(q, int(requests))) {
 		return reservation{}, ReasonCopyCap
 	}
 	grant, spend := grantResend(p, requests, retries, p.floorCap()-b.debt)

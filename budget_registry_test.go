@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/httpretry/httpretry/internal/demotion"
+	"github.com/httpretry/httpretry/internal/latency"
 )
 
 // spelling is one of the many ways to write host in a URL: the bits of i
@@ -199,9 +200,9 @@ func TestBudgetsIdleSweepKeepsDemotedAndLearnedHosts(t *testing.T) {
 	bs := NewBudgets()
 	now := time.Now()
 	bs.record("idle.example")
-	bs.record("cold.example").learned().record(time.Millisecond, 0.95)
-	for range latencyEvery {
-		bs.record("learned.example").learned().record(time.Millisecond, 0.95)
+	bs.record("cold.example").learned().Record(time.Millisecond, 0.95)
+	for range latency.Every {
+		bs.record("learned.example").learned().Record(time.Millisecond, 0.95)
 	}
 	demoted := bs.record("demoted.example")
 	for range 5 {

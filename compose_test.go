@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/httpretry/httpretry/internal/latency"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -470,7 +471,7 @@ func TestABlackHoledPrimaryUnderLearnedHedgingIsDemoted(t *testing.T) {
 			require.NoError(t, err)
 			resp.Body.Close()
 		}
-		for range 2 * latencyEvery {
+		for range 2 * latency.Every {
 			get()
 		}
 		learned := bs.For("a.test", p.Budget).Stats().HedgeAfter

@@ -318,7 +318,7 @@ func (c *call) hedgeAfter(tg *target) (time.Duration, bool) {
 	if h.Quantile == 0 {
 		return h.After, true
 	}
-	est, warm := tg.rec.learned().estimate()
+	est, warm := tg.rec.learned().Estimate()
 	return hedgeDelay(est, warm, h.After, h.MinAfter)
 }
 

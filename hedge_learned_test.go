@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/httpretry/httpretry/internal/latency"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -71,9 +72,16 @@ func replies(script map[int]reply) func(*http.Request, int) (*http.Response, err
 	}
 }
 
-// at is the upper bound of the bucket that holds d: d as the estimator
-// keeps it.
-func at(d time.Duration) time.Duration { return latencyUpper(latencyBucket(d)) }
+// at is d as the estimator keeps it: the upper bound of its bucket, the
+// estimate of an estimator warmed on d alone.
+func at(d time.Duration) time.Duration {
+	var l latency.Estimator
+	for range latency.Every {
+		l.Record(d, 0.5)
+	}
+	est, _ := l.Estimate()
+	return est
+}
 
 // recorded counts the samples host's estimator in bs holds, by the upper
 // bound of their bucket; nil when it holds none.
@@ -83,23 +91,21 @@ func recorded(bs *Budgets, host string) map[time.Duration]int {
 		return nil
 	}
 	var got map[time.Duration]int
-	for i := range l.buckets {
-		if v := l.buckets[i].Load(); v != 0 {
-			if got == nil {
-				got = map[time.Duration]int{}
-			}
-			got[latencyUpper(i)] += int(v&0xffff + v>>16)
+	for upper, n := range l.Samples() {
+		if got == nil {
+			got = map[time.Duration]int{}
 		}
+		got[upper] += n
 	}
 	return got
 }
 
-// warm records latencyEvery samples of d on host's estimator in bs, which
+// warm records latency.Every samples of d on host's estimator in bs, which
 // makes it warm with d's bucket as the estimate of any quantile.
 func warm(bs *Budgets, host string, d time.Duration) {
 	l := bs.record(host).learned()
-	for range latencyEvery {
-		l.record(d, 0.95)
+	for range latency.Every {
+		l.Record(d, 0.95)
 	}
 }
 
@@ -166,8 +172,8 @@ func TestLearnedHedgeWarmsAt32Answers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				script := map[int]reply{latencyEvery + 1: {after: time.Hour}}
-				for n := 1; n <= latencyEvery; n++ {
+				script := map[int]reply{latency.Every + 1: {after: time.Hour}}
+				for n := 1; n <= latency.Every; n++ {
 					script[n] = reply{after: tc.answer}
 				}
 				base := &concurrentScripted{answer: replies(script)}
@@ -177,20 +183,20 @@ func TestLearnedHedgeWarmsAt32Answers(t *testing.T) {
 				bs := NewBudgets()
 				var rec recorder
 				rt := New(base, WithPolicy(p), WithBudgets(bs), WithObserver(rec.observe))
-				for i := 1; i <= latencyEvery; i++ {
+				for i := 1; i <= latency.Every; i++ {
 					require.Zero(t, bs.For(apiHost, p.Budget).Stats().HedgeAfter, "cold before answer %d", i)
 					resp, err := get(t, rt, context.Background())
 					require.NoError(t, err)
 					resp.Body.Close()
 				}
-				assert.EqualValues(t, latencyEvery, base.n.Load(), "no copy while cold")
+				assert.EqualValues(t, latency.Every, base.n.Load(), "no copy while cold")
 				assert.Empty(t, rec.all())
 				assert.Equal(t, at(tc.answer), bs.For(apiHost, p.Budget).Stats().HedgeAfter, "the raw estimate")
 
 				start := time.Now()
 				resp, err := get(t, rt, context.Background())
 				require.NoError(t, err)
-				assert.Equal(t, fmt.Sprint("attempt ", latencyEvery+2), readAll(t, resp))
+				assert.Equal(t, fmt.Sprint("attempt ", latency.Every+2), readAll(t, resp))
 				assert.Equal(t, tc.delay, time.Since(start))
 				assert.Equal(t, []Event{{Kind: EventHedge, Attempt: 2, Origin: "http://api.example.com", Delay: tc.delay}}, hedgeEvents(&rec))
 			})
@@ -435,8 +441,8 @@ func TestLearnedHedgeDelayIsTheFirstOrigins(t *testing.T) {
 				assert.Equal(t, tc.hosts, seen.list())
 				assert.Equal(t, []Event{{Kind: EventHedge, Attempt: len(tc.hosts), Origin: tc.copyTo, Delay: tc.delay}}, hedgeEvents(&rec))
 
-				tc.api[fast] += latencyEvery
-				tc.standby[slow] += latencyEvery
+				tc.api[fast] += latency.Every
+				tc.standby[slow] += latency.Every
 				assert.Equal(t, tc.api, recorded(bs, apiHost))
 				assert.Equal(t, tc.standby, recorded(bs, standby))
 			})
@@ -532,7 +538,7 @@ func TestLearnedDelayPastTheTopSendsNoCopy(t *testing.T) {
 				assert.Equal(t, 5*time.Minute, time.Since(start))
 				assert.EqualValues(t, 1, base.n.Load())
 				assert.Empty(t, rec.all())
-				assert.Equal(t, latencyTop, bs.For(apiHost, p.Budget).Stats().HedgeAfter)
+				assert.Equal(t, latency.Top, bs.For(apiHost, p.Budget).Stats().HedgeAfter)
 			})
 		})
 	}
@@ -592,15 +598,19 @@ func TestLearnedHedgeManyClients(t *testing.T) {
 		assert.Positive(t, reads.Load())
 		l := bs.record(apiHost).latencies.Load()
 		require.NotNil(t, l)
-		est, warm := l.estimate()
+		est, warm := l.Estimate()
 		assert.True(t, warm)
 		assert.Greater(t, est, time.Duration(0))
-		assert.Less(t, est, latencyTop)
+		assert.Less(t, est, latency.Top)
 		// Every request recorded its winner's answer at least, 512 in all:
-		// one half is full and the other filling.
-		held := l.n[0].Load() + l.n[1].Load()
-		assert.GreaterOrEqual(t, held, uint32(latencyHalf))
-		assert.LessOrEqual(t, held, uint32(2*latencyHalf+2*clients))
+		// the estimator holds the latest 256 to 512, give or take one
+		// sample for each of the up to 2·clients attempts then settling.
+		held := 0
+		for _, n := range l.Samples() {
+			held += n
+		}
+		assert.GreaterOrEqual(t, held, 256-2*clients)
+		assert.LessOrEqual(t, held, 2*256+2*clients)
 	})
 }
 
@@ -639,7 +649,7 @@ func TestADeclinedTimeoutIsNotLearned(t *testing.T) {
 		p.RetryIf = func(resp *http.Response, err error) bool { return err == nil && resp.StatusCode >= 500 }
 		bs := NewBudgets()
 		rt := New(base, WithPolicy(p), WithBudgets(bs))
-		for range 2 * latencyEvery {
+		for range 2 * latency.Every {
 			req, _ := http.NewRequest(http.MethodGet, "http://a.test/", nil)
 			_, err := rt.RoundTrip(req)
 			require.ErrorIs(t, err, ErrAttemptTimeout)

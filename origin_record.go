@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/httpretry/httpretry/internal/demotion"
+	"github.com/httpretry/httpretry/internal/latency"
 )
 
 // originRecord is what the package keeps of one origin's host across
@@ -27,7 +28,7 @@ type originRecord struct {
 	// demotion is nothing until the origin fails under Demote; latencies
 	// is made on first use, about 1 KB.
 	demotion  demotion.State
-	latencies atomic.Pointer[latencies]
+	latencies atomic.Pointer[latency.Estimator]
 }
 
 // newOriginRecord is the record of key in a registry whose coarse clock
@@ -65,23 +66,23 @@ func (r *originRecord) hasLearned() bool {
 	if l == nil {
 		return false
 	}
-	_, warm := l.estimate()
+	_, warm := l.Estimate()
 	return warm
 }
 
 // learned is the origin's latency estimator, made on first use.
-func (r *originRecord) learned() *latencies {
+func (r *originRecord) learned() *latency.Estimator {
 	if l := r.latencies.Load(); l != nil {
 		return l
 	}
-	r.latencies.CompareAndSwap(nil, new(latencies))
+	r.latencies.CompareAndSwap(nil, new(latency.Estimator))
 	return r.latencies.Load()
 }
 
 // learn records one time to response headers, and marks the origin in use,
 // whether its budget records requests or not.
 func (r *originRecord) learn(d time.Duration, q float64) {
-	r.learned().record(d, q)
+	r.learned().Record(d, q)
 	r.stamp()
 }
 
@@ -91,7 +92,7 @@ func (r *originRecord) stats(now time.Time) BudgetStats {
 	s := r.budget.statsAt(now)
 	s.DemotedFor = r.demotion.Left(now)
 	if l := r.latencies.Load(); l != nil {
-		s.HedgeAfter, _ = l.estimate()
+		s.HedgeAfter, _ = l.Estimate()
 	}
 	return s
 }
