@@ -18,8 +18,9 @@ type attempt struct {
 	timeout    time.Duration      // after which the timer fires
 	fired      atomic.Bool        // the attempt's timer ended it before headers
 	byDeadline bool               // the timer was the policy's Deadline
-	// Under a learned hedge delay: when the attempt was handed to the
-	// base, how long it took to come back, and whether its round received
+	// start is when the attempt was made, read only when the policy's
+	// Deadline bounds it or a learned hedge delay times it; took is how
+	// long it took to come back, and received says its round received
 	// its outcome (see hedgedRound.learn).
 	start    time.Time
 	took     time.Duration
@@ -53,6 +54,9 @@ type attempt struct {
 func (c *call) newAttempt(n int, tg *target, body io.ReadCloser, probes bool) (*attempt, *http.Request) {
 	a, slot := c.attemptFor(n)
 	a.n, a.tg, a.probes = n, tg, probes
+	if !c.policyDeadline.IsZero() || c.learns() {
+		a.start = time.Now() // one read for both, before the goroutine that reads it
+	}
 	c.bound(a)
 	r := c.req
 	ctx := r.Context()
@@ -135,7 +139,7 @@ func (c *call) bound(a *attempt) {
 		a.timeout, a.timed = a.tg.rec.demotion.Lasted(a.tg.probe, c.p.demote.Base), true
 	}
 	if !c.policyDeadline.IsZero() {
-		if left := time.Until(c.policyDeadline); !a.timed || left < a.timeout {
+		if left := c.policyDeadline.Sub(a.start); !a.timed || left < a.timeout {
 			a.timeout, a.timed, a.byDeadline = left, true, true
 		}
 	}
@@ -153,7 +157,7 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 		})
 	}
 	resp, err := c.t.base.RoundTrip(r)
-	if !a.start.IsZero() {
+	if c.learns() {
 		a.took = time.Since(a.start)
 	}
 	if timer != nil && !timer.Stop() {

@@ -15,7 +15,7 @@ const defaultWaitBudget = 30 * time.Second
 type backoffKind uint8
 
 const (
-	kindDefault backoffKind = iota // the zero Backoff: behaves as DefaultBackoff
+	kindDefault backoffKind = iota // the zero Backoff: behaves as defaultBackoff
 	kindNone
 	kindFixed
 	kindExponential
@@ -24,7 +24,8 @@ const (
 
 // Backoff says how long to wait before each resend. Values are immutable and
 // comparable with ==; build them with NoBackoff, Fixed, Exponential or
-// ExponentialJitter. The zero Backoff behaves as DefaultBackoff.
+// ExponentialJitter. The zero Backoff is the default: full jitter over an
+// exponential ceiling from 100 ms to 2 s, with a 30 s wait budget.
 type Backoff struct {
 	kind    backoffKind
 	initial time.Duration
@@ -33,18 +34,10 @@ type Backoff struct {
 	budget time.Duration
 }
 
-// defaultBackoff is what the zero Backoff, and DefaultPolicy, mean: full
-// jitter over an exponential ceiling from 100 ms to 2 s, with a 30 s wait
-// budget. It is unexported so that no assignment can change what every
-// Backoff{} does at run time.
+// defaultBackoff is what the zero Backoff, and DefaultPolicy, mean. It is
+// unexported because an exported copy was a trap: assigning it changed
+// nothing. Code that wants it names DefaultPolicy().Backoff.
 var defaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
-
-// DefaultBackoff is the backoff of DefaultPolicy, and what the zero
-// Backoff in a Policy means: full jitter over an exponential ceiling from
-// 100 ms to 2 s, with a 30 s wait budget. It is a copy, kept for the code
-// that names it: assigning it changes nothing, neither DefaultPolicy nor
-// the zero Backoff.
-var DefaultBackoff = defaultBackoff
 
 // NoBackoff resends at once. It never waits, so it has no wait budget.
 func NoBackoff() Backoff { return Backoff{kind: kindNone} }
@@ -207,7 +200,7 @@ func (b Backoff) String() string {
 }
 
 // MarshalText is b's String form, which UnmarshalText reads back exactly;
-// the zero Backoff gives DefaultBackoff's text. A Backoff is a string in
+// the zero Backoff gives the default's text. A Backoff is a string in
 // JSON.
 func (b Backoff) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 

@@ -3,6 +3,7 @@ package httpretry
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,7 +107,7 @@ func TestBackoffJitterBounds(t *testing.T) {
 		name string
 		b    Backoff
 	}{
-		{"default", DefaultBackoff},
+		{"default", defaultBackoff},
 		{"zero value", Backoff{}},
 		{"small", ExponentialJitter(1, 4)},
 		{"1ns to MaxInt64", ExponentialJitter(1, durationMax)},
@@ -150,7 +151,7 @@ func TestBackoffJitterDeterministic(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed1, seed2))
 		out := make([]time.Duration, 100)
 		for i := range out {
-			out[i] = DefaultBackoff.Delay(i%8+1, r)
+			out[i] = defaultBackoff.Delay(i%8+1, r)
 		}
 		return out
 	}
@@ -198,7 +199,7 @@ func TestBackoffConstructorPanics(t *testing.T) {
 		{"Exponential max below initial", func() { Exponential(2*time.Second, time.Second) }, "httpretry: Exponential(2s, 1s): max is below the initial wait"},
 		{"ExponentialJitter zero initial", func() { ExponentialJitter(0, time.Second) }, "httpretry: ExponentialJitter(0s, 1s): the initial wait must be positive"},
 		{"ExponentialJitter max below initial", func() { ExponentialJitter(time.Second, time.Millisecond) }, "httpretry: ExponentialJitter(1s, 1ms): max is below the initial wait"},
-		{"WithWaitBudget negative", func() { DefaultBackoff.WithWaitBudget(-time.Second) }, "httpretry: WithWaitBudget(-1s): the total must not be negative"},
+		{"WithWaitBudget negative", func() { defaultBackoff.WithWaitBudget(-time.Second) }, "httpretry: WithWaitBudget(-1s): the total must not be negative"},
 		{"WithWaitBudget negative on NoBackoff", func() { NoBackoff().WithWaitBudget(-1) }, "httpretry: WithWaitBudget(-1ns): the total must not be negative"},
 	}
 	for _, tt := range tests {
@@ -214,7 +215,7 @@ func TestBackoffConstructorsDoNotPanic(t *testing.T) {
 		Exponential(1, 1)
 		ExponentialJitter(time.Second, time.Second)
 		Exponential(1, durationMax)
-		DefaultBackoff.WithWaitBudget(0)
+		defaultBackoff.WithWaitBudget(0)
 		Backoff{}.Unbudgeted()
 	})
 }
@@ -222,41 +223,41 @@ func TestBackoffConstructorsDoNotPanic(t *testing.T) {
 func TestBackoffComparable(t *testing.T) {
 	a, b := Exponential(1, 2), Exponential(1, 2)
 	assert.True(t, a == b)
-	assert.True(t, DefaultBackoff == ExponentialJitter(100*time.Millisecond, 2*time.Second))
+	assert.True(t, defaultBackoff == ExponentialJitter(100*time.Millisecond, 2*time.Second))
 	n1, n2 := NoBackoff(), NoBackoff()
 	assert.True(t, n1 == n2)
 	f1, f2 := Fixed(time.Second), Fixed(time.Second)
 	assert.True(t, f1 == f2)
 	assert.False(t, Fixed(time.Second) == Fixed(2*time.Second))
-	assert.True(t, DefaultBackoff.WithWaitBudget(30*time.Second) == DefaultBackoff)
-	assert.True(t, Backoff{}.WithWaitBudget(5*time.Second) == DefaultBackoff.WithWaitBudget(5*time.Second))
+	assert.True(t, defaultBackoff.WithWaitBudget(30*time.Second) == defaultBackoff)
+	assert.True(t, Backoff{}.WithWaitBudget(5*time.Second) == defaultBackoff.WithWaitBudget(5*time.Second))
 	assert.True(t, NoBackoff().Unbudgeted() == NoBackoff())
 
 	assert.False(t, Exponential(1, 2) == ExponentialJitter(1, 2))
 	assert.False(t, Exponential(1, 2) == Exponential(1, 3))
 	assert.False(t, Fixed(time.Second) == Exponential(time.Second, time.Second))
-	assert.False(t, DefaultBackoff == DefaultBackoff.Unbudgeted())
-	assert.False(t, DefaultBackoff == DefaultBackoff.WithWaitBudget(5*time.Second))
+	assert.False(t, defaultBackoff == defaultBackoff.Unbudgeted())
+	assert.False(t, defaultBackoff == defaultBackoff.WithWaitBudget(5*time.Second))
 
 	// Usable as a map key.
-	m := map[Backoff]int{DefaultBackoff: 1, NoBackoff(): 2}
+	m := map[Backoff]int{defaultBackoff: 1, NoBackoff(): 2}
 	assert.Equal(t, 1, m[ExponentialJitter(100*time.Millisecond, 2*time.Second)])
 }
 
 func TestBackoffZeroValueIsDefault(t *testing.T) {
 	var zero Backoff
 	for n := -1; n <= 70; n++ {
-		assert.Equal(t, DefaultBackoff.Ceiling(n), zero.Ceiling(n), "Ceiling(%d)", n)
+		assert.Equal(t, defaultBackoff.Ceiling(n), zero.Ceiling(n), "Ceiling(%d)", n)
 	}
-	assert.Equal(t, DefaultBackoff.String(), zero.String())
+	assert.Equal(t, defaultBackoff.String(), zero.String())
 	assert.Equal(t, "exponentialJitter(100ms, 2s)", zero.String())
-	assert.Equal(t, DefaultBackoff.waitBudget(), zero.waitBudget())
-	assert.Equal(t, DefaultBackoff, zero.resolve())
+	assert.Equal(t, defaultBackoff.waitBudget(), zero.waitBudget())
+	assert.Equal(t, defaultBackoff, zero.resolve())
 
-	// The zero value jitters like DefaultBackoff, draw for draw.
+	// The zero value jitters like defaultBackoff, draw for draw.
 	r1, r2 := rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(1, 2))
 	for n := 1; n <= 20; n++ {
-		require.Equal(t, DefaultBackoff.Delay(n, r1), zero.Delay(n, r2), "Delay(%d)", n)
+		require.Equal(t, defaultBackoff.Delay(n, r1), zero.Delay(n, r2), "Delay(%d)", n)
 	}
 }
 
@@ -267,21 +268,21 @@ func TestBackoffString(t *testing.T) {
 		want string
 	}{
 		{"zero", Backoff{}, "exponentialJitter(100ms, 2s)"},
-		{"default", DefaultBackoff, "exponentialJitter(100ms, 2s)"},
+		{"default", defaultBackoff, "exponentialJitter(100ms, 2s)"},
 		{"none", NoBackoff(), "none"},
 		{"none with budget", NoBackoff().WithWaitBudget(5 * time.Second), "none"},
 		{"none unbudgeted", NoBackoff().Unbudgeted(), "none"},
 		{"fixed", Fixed(250 * time.Millisecond), "fixed(250ms)"},
 		{"exponential", Exponential(time.Second, time.Minute), "exponential(1s, 1m0s)"},
 		{"jitter", ExponentialJitter(50*time.Millisecond, 5*time.Second), "exponentialJitter(50ms, 5s)"},
-		{"default with budget", DefaultBackoff.WithWaitBudget(5 * time.Second), "exponentialJitter(100ms, 2s).WithWaitBudget(5s)"},
+		{"default with budget", defaultBackoff.WithWaitBudget(5 * time.Second), "exponentialJitter(100ms, 2s).WithWaitBudget(5s)"},
 		{"zero with budget", Backoff{}.WithWaitBudget(5 * time.Second), "exponentialJitter(100ms, 2s).WithWaitBudget(5s)"},
 		{"fixed with zero budget", Fixed(time.Second).WithWaitBudget(0), "fixed(1s).WithWaitBudget(0s)"},
 		{"budget of 30s is the default", Fixed(time.Second).WithWaitBudget(30 * time.Second), "fixed(1s)"},
 		{"exponential unbudgeted", Exponential(time.Second, time.Minute).Unbudgeted(), "exponential(1s, 1m0s).Unbudgeted()"},
 		{"zero unbudgeted", Backoff{}.Unbudgeted(), "exponentialJitter(100ms, 2s).Unbudgeted()"},
-		{"unbudgeted then budgeted", DefaultBackoff.Unbudgeted().WithWaitBudget(time.Minute), "exponentialJitter(100ms, 2s).WithWaitBudget(1m0s)"},
-		{"budgeted then unbudgeted", DefaultBackoff.WithWaitBudget(time.Minute).Unbudgeted(), "exponentialJitter(100ms, 2s).Unbudgeted()"},
+		{"unbudgeted then budgeted", defaultBackoff.Unbudgeted().WithWaitBudget(time.Minute), "exponentialJitter(100ms, 2s).WithWaitBudget(1m0s)"},
+		{"budgeted then unbudgeted", defaultBackoff.WithWaitBudget(time.Minute).Unbudgeted(), "exponentialJitter(100ms, 2s).Unbudgeted()"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,7 +298,7 @@ func TestBackoffWaitBudget(t *testing.T) {
 		want time.Duration
 	}{
 		{"zero", Backoff{}, 30 * time.Second},
-		{"default", DefaultBackoff, 30 * time.Second},
+		{"default", defaultBackoff, 30 * time.Second},
 		// NoBackoff never waits, so nothing bounds its waits (point 19).
 		{"none", NoBackoff(), -1},
 		{"none with budget", NoBackoff().WithWaitBudget(time.Minute), -1},
@@ -305,7 +306,7 @@ func TestBackoffWaitBudget(t *testing.T) {
 		{"fixed", Fixed(time.Second), 30 * time.Second},
 		{"exponential", Exponential(time.Second, time.Minute), 30 * time.Second},
 		{"jitter", ExponentialJitter(time.Second, time.Minute), 30 * time.Second},
-		{"with 5s", DefaultBackoff.WithWaitBudget(5 * time.Second), 5 * time.Second},
+		{"with 5s", defaultBackoff.WithWaitBudget(5 * time.Second), 5 * time.Second},
 		{"with 0", Fixed(time.Second).WithWaitBudget(0), 0},
 		{"zero with 5s", Backoff{}.WithWaitBudget(5 * time.Second), 5 * time.Second},
 		{"unbudgeted", Exponential(time.Second, time.Minute).Unbudgeted(), -1},
@@ -318,13 +319,16 @@ func TestBackoffWaitBudget(t *testing.T) {
 	}
 }
 
-// Assigning DefaultBackoff, a copy kept for the code that names it, changes
-// neither DefaultPolicy nor what the zero Backoff means (issue 15).
-func TestAssigningDefaultBackoffChangesNothing(t *testing.T) {
-	saved := DefaultBackoff
-	t.Cleanup(func() { DefaultBackoff = saved })
-	DefaultBackoff = Fixed(time.Hour)
+// The default backoff is DefaultPolicy's and the zero Backoff's, and no
+// exported variable names it: a copy was a trap, as assigning it changed
+// nothing (issue 29).
+func TestDefaultBackoffIsNoVariable(t *testing.T) {
 	assert.Equal(t, ExponentialJitter(100*time.Millisecond, 2*time.Second), DefaultPolicy().Backoff)
 	assert.Equal(t, 2*time.Second, Backoff{}.Ceiling(10))
 	assert.Equal(t, "exponentialJitter(100ms, 2s)", Backoff{}.String())
+	for _, line := range exportedSurface(t, ".") {
+		if name, ok := strings.CutPrefix(line, "var "); ok {
+			assert.True(t, strings.HasPrefix(name, "Err"), "exported variable %s: only error sentinels may be variables", name)
+		}
+	}
 }

@@ -18,9 +18,9 @@ func TestBackoffText(t *testing.T) {
 		{"none", NoBackoff()},
 		{"fixed(250ms)", Fixed(250 * ms)},
 		{"exponential(100ms, 2s)", Exponential(100*ms, 2*time.Second)},
-		{"exponentialJitter(100ms, 2s)", DefaultBackoff},
-		{"exponentialJitter(100ms, 2s).WithWaitBudget(10s)", DefaultBackoff.WithWaitBudget(10 * time.Second)},
-		{"exponentialJitter(100ms, 2s).WithWaitBudget(0s)", DefaultBackoff.WithWaitBudget(0)},
+		{"exponentialJitter(100ms, 2s)", defaultBackoff},
+		{"exponentialJitter(100ms, 2s).WithWaitBudget(10s)", defaultBackoff.WithWaitBudget(10 * time.Second)},
+		{"exponentialJitter(100ms, 2s).WithWaitBudget(0s)", defaultBackoff.WithWaitBudget(0)},
 		{"exponential(1s, 1s).Unbudgeted()", Exponential(time.Second, time.Second).Unbudgeted()},
 		{"fixed(1h0m0s).WithWaitBudget(2562047h47m16.854775807s)", Fixed(time.Hour).WithWaitBudget(maxDuration)},
 		{"exponential(1ns, 2562047h47m16.854775807s)", Exponential(1, maxDuration)},
@@ -115,7 +115,7 @@ func TestBackoffJSON(t *testing.T) {
 		assert.Equal(t, tt.want, string(data))
 		var b Backoff
 		require.NoError(t, json.Unmarshal(data, &b))
-		assert.Equal(t, tt.b.resolve(), b, "the zero Backoff comes back as DefaultBackoff, which it means")
+		assert.Equal(t, tt.b.resolve(), b, "the zero Backoff comes back as defaultBackoff, which it means")
 	}
 	var b Backoff
 	assert.Error(t, json.Unmarshal([]byte(`1`), &b))

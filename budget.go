@@ -176,7 +176,10 @@ func (b *Budget) loadParams() *budgetParams {
 }
 
 // Record counts one request. Call it once per request, not per attempt.
-func (b *Budget) Record() {
+func (b *Budget) Record() { b.recordAt(new(instant)) }
+
+// recordAt is Record at now, which it reads only for a host that was idle.
+func (b *Budget) recordAt(now *instant) {
 	if b.rec != nil {
 		b.rec.stamp()
 	}
@@ -184,7 +187,7 @@ func (b *Budget) Record() {
 		bk.requests.Add(1)
 		return
 	}
-	b.startTicking(time.Now())
+	b.startTicking(now.read())
 }
 
 // startTicking counts a request of a host that was idle, and keeps cur on
@@ -376,10 +379,11 @@ func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, copies, rec
 // the allowance they earn, and the floor credit left; for a budget of a
 // Budgets, also the origin's learned hedge delay and demotion.
 func (b *Budget) Stats() BudgetStats {
+	now := time.Now()
 	if b.rec != nil {
-		return b.rec.stats(time.Now())
+		return b.rec.stats(now)
 	}
-	return b.statsAt(time.Now())
+	return b.statsAt(now)
 }
 
 func (b *Budget) statsAt(now time.Time) BudgetStats {

@@ -57,7 +57,7 @@ func TestBudgetFloorWorkedExample(t *testing.T) {
 	b := newTestBudget(BudgetConfig{Percent: 20, MinRetries: 10})
 
 	// A fresh host with one recorded request: its full credit grants 10.
-	b.recordAt(bt0)
+	b.countAt(bt0)
 	assert.Equal(t, 10, reserveAll(t, b, bt0))
 	assert.Equal(t, BudgetStats{Requests: 1, Retries: 10, Allowance: 0, Credit: 0}, b.statsAt(bt0))
 	assert.Equal(t, int64(0), creditAt(b, bt0), "0.2 earned, capped at full, then 10 spent")
@@ -70,7 +70,7 @@ func TestBudgetFloorWorkedExample(t *testing.T) {
 	assert.Equal(t, BudgetStats{Requests: 4, Retries: 0, Allowance: 0, Credit: 0}, b.statsAt(later))
 
 	// 5 requests: the share grants one; the credit, 1.0, is not spent.
-	b.recordAt(later)
+	b.countAt(later)
 	assert.True(t, b.tryReserveAt(later))
 	assert.Equal(t, int64(100), creditAt(b, later))
 	assert.Equal(t, BudgetStats{Requests: 5, Retries: 1, Allowance: 1, Credit: 1}, b.statsAt(later))
@@ -92,11 +92,11 @@ func TestBudgetFloorCreditInHundredths(t *testing.T) {
 	// One request per window: never a share (33/100 of one is 0).
 	at := func(k int) time.Time { return budgetAt(time.Duration(k) * time.Minute) }
 	for k := 1; k <= 3; k++ {
-		b.recordAt(at(k))
+		b.countAt(at(k))
 		assert.False(t, b.tryReserveAt(at(k)), "request %d: %d hundredths", k, 33*k)
 	}
 	assert.Equal(t, int64(99), creditAt(b, at(3)))
-	b.recordAt(at(4))
+	b.countAt(at(4))
 	assert.True(t, b.tryReserveAt(at(4)), "1.32")
 	assert.Equal(t, int64(32), creditAt(b, at(4)))
 }
@@ -188,10 +188,10 @@ func TestBudgetsKeepIdleHostsWithCreditToEarn(t *testing.T) {
 	bs := &Budgets{}
 	t0 := bt0.UnixNano()
 	spent := bs.insertBudget("spent.example", t0)
-	spent.recordAt(bt0)
+	spent.countAt(bt0)
 	require.True(t, spent.tryReserveAt(bt0), "a floor grant: 0.8 below full")
 	full := bs.insertBudget("full.example", t0)
-	full.recordAt(bt0)
+	full.countAt(bt0)
 	require.True(t, full.tryReserveAt(bt0))
 	recordTimes(full, 5, bt0) // earns the spent credit back
 
@@ -204,7 +204,7 @@ func TestBudgetsKeepIdleHostsWithCreditToEarn(t *testing.T) {
 	// A full registry of busier hosts cuts it with the least active tenth.
 	now := t0 + int64(25*time.Hour)
 	for i := 0; bs.size < maxBudgetHosts; i++ {
-		bs.insertBudget(fmt.Sprintf("h%d.example", i), now).recordAt(time.Unix(0, now))
+		bs.insertBudget(fmt.Sprintf("h%d.example", i), now).countAt(time.Unix(0, now))
 	}
 	bs.insertBudget("one-more.example", now)
 	assert.NotContains(t, budgetRegistry(t, bs), "spent.example")
@@ -272,7 +272,7 @@ func TestBudgetFloorUnvalidatedConfigs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newTestBudget(tt.cfg)
-			b.recordAt(bt0)
+			b.countAt(bt0)
 			granted := reserveAll(t, b, bt0)
 			s := b.statsAt(bt0)
 			assert.Equal(t, tt.share, s.Allowance)
@@ -280,7 +280,7 @@ func TestBudgetFloorUnvalidatedConfigs(t *testing.T) {
 			assert.GreaterOrEqual(t, granted, tt.share)
 			for k := 1; k <= 3; k++ {
 				quiet := budgetAt(time.Duration(k) * time.Hour)
-				b.recordAt(quiet)
+				b.countAt(quiet)
 				reserveAll(t, b, quiet)
 				assert.GreaterOrEqual(t, b.statsAt(quiet).Credit, 0)
 			}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Budgets holds the retry budgets of many hosts. Keep one apart from any
@@ -53,7 +52,7 @@ func NewBudgets() *Budgets { return &Budgets{} }
 // scheme's default port, such as https://h:80, which Range shows as
 // "h:80", is not For's to find.
 func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
-	return bs.forKey(hostKey(host), cfg)
+	return bs.forKeyAt(hostKey(host), cfg, new(instant))
 }
 
 // hostKey is host, a URL.Host with no scheme, as For keys it.
@@ -65,18 +64,19 @@ func hostKey(host string) string {
 	return canonicalHost(scheme, host)
 }
 
-// forKey is For for a host already in canonical form, an origin's host, as
-// RetryTransport charges it.
-func (bs *Budgets) forKey(key string, cfg BudgetConfig) *Budget {
-	r := bs.record(key)
-	r.budget.configure(cfg)
+// forKeyAt is For at now for a host already in canonical form, an
+// origin's host, as RetryTransport charges it.
+func (bs *Budgets) forKeyAt(key string, cfg BudgetConfig, now *instant) *Budget {
+	r := bs.recordAt(key, now)
+	r.budget.configureAt(cfg, now)
 	return &r.budget
 }
 
-// record is the registry's record of key, a canonical host, with no budget
-// config applied: what an origin whose budget is disabled still needs, its
-// demotion and its learned hedge delay.
-func (bs *Budgets) record(key string) *originRecord {
+// recordAt is the registry's record of key, a canonical host, with no
+// budget config applied: what an origin whose budget is disabled still
+// needs, its demotion and its learned hedge delay. It reads now only to
+// add a host.
+func (bs *Budgets) recordAt(key string, now *instant) *originRecord {
 	if r := bs.last.Load(); r != nil && r.key == key && !r.evicted.Load() {
 		return r
 	}
@@ -84,7 +84,7 @@ func (bs *Budgets) record(key string) *originRecord {
 	if v, ok := bs.hosts.Load(key); ok {
 		r = v.(*originRecord)
 	} else {
-		r = bs.insert(key, time.Now().UnixNano())
+		r = bs.insert(key, now.read().UnixNano())
 	}
 	bs.last.Store(r)
 	return r

@@ -120,7 +120,7 @@ func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
 	for i := range hosts {
 		hosts[i] = fmt.Sprintf("h%d.example", i)
 		b := bs.insertBudget(hosts[i], t0)
-		b.recordAt(bt0) // all equally active: the cut breaks ties as it likes
+		b.countAt(bt0) // all equally active: the cut breaks ties as it likes
 	}
 	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
 
@@ -128,9 +128,9 @@ func TestBudgetsFullCutKeepsAHostWhole(t *testing.T) {
 	// new hosts make the registry cut a tenth again and again.
 	for round := range 3 {
 		for i, h := range hosts {
-			bs.insertBudget(hostKey(spelling(h, i+round)), t0+int64(round+1)).recordAt(bt0)
+			bs.insertBudget(hostKey(spelling(h, i+round)), t0+int64(round+1)).countAt(bt0)
 			if i%997 == 0 {
-				bs.insertBudget(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).recordAt(bt0)
+				bs.insertBudget(fmt.Sprintf("new-%d-%d.example", round, i), t0+int64(round+1)).countAt(bt0)
 			}
 		}
 	}
@@ -242,7 +242,7 @@ func TestBudgetsFullKeepsItsBusyHosts(t *testing.T) {
 			// Every request to an upstream in an outage asks for a resend.
 			b := bs.insertBudget(names[h], ns)
 			b.configure(cfg)
-			b.recordAt(now)
+			b.countAt(now)
 			if b.tryReserveAt(now) {
 				granted[h]++
 			}
@@ -253,7 +253,7 @@ func TestBudgetsFullKeepsItsBusyHosts(t *testing.T) {
 		for j := range perStep {
 			b := bs.insertBudget(fmt.Sprintf("once-%d-%d.example", i, j), ns)
 			b.configure(cfg)
-			b.recordAt(now)
+			b.countAt(now)
 		}
 	}
 	reg := budgetRegistry(t, bs)
@@ -329,7 +329,7 @@ func BenchmarkBudgetsHotPath(b *testing.B) {
 	b.Run("Record/clock", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			bud.recordAt(time.Now())
+			bud.countAt(time.Now())
 		}
 	})
 	b.Run("originOf", func(b *testing.B) {

@@ -1,17 +1,16 @@
 package httpretry
 
-import "time"
-
-// configure applies cfg if it means another budget than the current one;
-// the counts are kept. When transports sharing a Budgets give one host
-// different configs, the last one to send a request wins.
-func (b *Budget) configure(cfg BudgetConfig) {
+// configureAt applies cfg at now if it means another budget than the
+// current one, reading now only then; the counts are kept. When
+// transports sharing a Budgets give one host different configs, the last
+// one to send a request wins.
+func (b *Budget) configureAt(cfg BudgetConfig, now *instant) {
 	p := b.params.Load()
 	if p != nil && p.cfg == cfg {
 		return // RetryTransport passes resolved configs: the common case
 	}
 	if cfg = cfg.withDefaults(); p == nil || p.cfg != cfg {
-		b.reloadAt(cfg, time.Now().UnixNano())
+		b.reloadAt(cfg, now.read().UnixNano())
 	}
 }
 

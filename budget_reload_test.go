@@ -23,7 +23,7 @@ func TestBudgetReloadGrowingWindowKeepsCounts(t *testing.T) {
 	ms := time.Millisecond
 	b := newTestBudget(BudgetConfig{Window: time.Second, MinRetries: -1, Percent: 100}) // 100 ms slots
 	for k := range 10 {
-		b.recordAt(budgetAt(time.Duration(k) * 90 * ms)) // 0, 90, …, 810 ms
+		b.countAt(budgetAt(time.Duration(k) * 90 * ms)) // 0, 90, …, 810 ms
 	}
 	require.True(t, b.tryReserveAt(budgetAt(850*ms)))
 	require.Equal(t, BudgetStats{Requests: 10, Retries: 1}, windowAt(b, budgetAt(900*ms)))

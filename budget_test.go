@@ -32,7 +32,7 @@ func newTestBudget(cfg BudgetConfig) *Budget {
 
 func recordTimes(b *Budget, n int, now time.Time) {
 	for range n {
-		b.recordAt(now)
+		b.countAt(now)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestBudgetPercent(t *testing.T) {
 	assert.Equal(t, 200, reserveAll(t, b, bt0))
 	assert.Equal(t, BudgetStats{Requests: 1000, Retries: 200}, windowAt(b, bt0))
 	// One more request does not make room: 20 % of 1001 is 200.2.
-	b.recordAt(bt0)
+	b.countAt(bt0)
 	assert.False(t, b.tryReserveAt(bt0))
 	// Four more do: 20 % of 1005 is 201.
 	recordTimes(b, 4, bt0)
@@ -184,7 +184,7 @@ func TestBudgetWindowRolls(t *testing.T) {
 	assert.Equal(t, BudgetStats{Requests: 5, Retries: 2}, windowAt(b, budgetAt(30*time.Second)))
 
 	// A write into a bucket that held a slot one window older clears it.
-	b.recordAt(budgetAt(40 * time.Second))
+	b.countAt(budgetAt(40 * time.Second))
 	assert.Equal(t, BudgetStats{Requests: 1}, windowAt(b, budgetAt(40*time.Second)))
 	assert.Equal(t, BudgetStats{Requests: 1}, windowAt(b, budgetAt(49*time.Second)))
 }
@@ -247,23 +247,23 @@ func TestBudgetsEvictIdleHosts(t *testing.T) {
 	sec := int64(time.Second)
 
 	a := bs.insertBudget("a", t0) // first insertion: sweeps the empty registry
-	a.recordAt(bt0)
+	a.countAt(bt0)
 	long := bs.insertBudget("long", t0)
 	long.configure(BudgetConfig{Window: time.Minute})
-	long.recordAt(bt0)
+	long.countAt(bt0)
 	b := bs.insertBudget("b", t0+sec) // no sweep: 1 s since the last
-	b.recordAt(budgetAt(5 * time.Second))
+	b.countAt(budgetAt(5 * time.Second))
 	assert.Len(t, budgetRegistry(t, bs), 3)
 
 	// 10.5 s after the last sweep: "a" has been idle for a whole window;
 	// "b" has not, nor has "long" with its 1 min window.
 	c := bs.insertBudget("c", t0+10*sec+sec/2)
-	c.recordAt(budgetAt(10500 * time.Millisecond))
+	c.countAt(budgetAt(10500 * time.Millisecond))
 	assert.ElementsMatch(t, []string{"b", "c", "long"}, mapKeys(budgetRegistry(t, bs)))
 	a2 := bs.insertBudget("a", t0+10*sec+sec/2)
 	assert.NotSame(t, a, a2, "an evicted host starts afresh")
 	assert.Equal(t, BudgetStats{}, windowAt(a2, bt0))
-	a2.recordAt(budgetAt(10500 * time.Millisecond))
+	a2.countAt(budgetAt(10500 * time.Millisecond))
 
 	// "b" is idle from +15 s, but no sweep runs until 10 s after the last.
 	bs.insertBudget("d", t0+16*sec)
@@ -271,8 +271,8 @@ func TestBudgetsEvictIdleHosts(t *testing.T) {
 
 	// The next sweep forgets it, and "d", which never counted anything;
 	// "long" stays within its minute, "a" and "c" were active at +19s.
-	a2.recordAt(budgetAt(19 * time.Second))
-	c.recordAt(budgetAt(19 * time.Second))
+	a2.countAt(budgetAt(19 * time.Second))
+	c.countAt(budgetAt(19 * time.Second))
 	bs.insertBudget("e", t0+21*sec)
 	assert.ElementsMatch(t, []string{"a", "c", "e", "long"}, mapKeys(budgetRegistry(t, bs)))
 	assert.Same(t, long, budgetRegistry(t, bs)["long"])
@@ -310,15 +310,15 @@ func TestBudgetsBoundedHosts(t *testing.T) {
 	bs := &Budgets{}
 	t0 := bt0.UnixNano()
 	oldest := bs.insertBudget("oldest", t0)
-	oldest.recordAt(bt0)
+	oldest.countAt(bt0)
 	for i := 1; i < maxBudgetHosts; i++ {
-		bs.insertBudget(fmt.Sprintf("h%d", i), t0+int64(time.Second)).recordAt(budgetAt(time.Second))
+		bs.insertBudget(fmt.Sprintf("h%d", i), t0+int64(time.Second)).countAt(budgetAt(time.Second))
 	}
 	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts)
 
 	// Full, and nobody idle: the least recently active tenth goes, the
 	// oldest first, so that the next thousand insertions need no scan.
-	bs.insertBudget("new", t0+2*int64(time.Second)).recordAt(budgetAt(2 * time.Second))
+	bs.insertBudget("new", t0+2*int64(time.Second)).countAt(budgetAt(2 * time.Second))
 	require.Len(t, budgetRegistry(t, bs), maxBudgetHosts-maxBudgetHosts/10+1)
 	assert.NotContains(t, budgetRegistry(t, bs), "oldest")
 	assert.Contains(t, budgetRegistry(t, bs), "new")
@@ -326,7 +326,7 @@ func TestBudgetsBoundedHosts(t *testing.T) {
 	// It never grows past the bound.
 	for i := range 10 {
 		now := t0 + 3*int64(time.Second) + int64(i)*int64(time.Millisecond)
-		bs.insertBudget(fmt.Sprintf("more%d", i), now).recordAt(time.Unix(0, now))
+		bs.insertBudget(fmt.Sprintf("more%d", i), now).countAt(time.Unix(0, now))
 		require.LessOrEqual(t, len(budgetRegistry(t, bs)), maxBudgetHosts, "after insertion %d", i)
 	}
 	assert.Len(t, budgetRegistry(t, bs), maxBudgetHosts-maxBudgetHosts/10+11)
@@ -370,7 +370,7 @@ func TestBudgetConcurrentRecordAndReserve(t *testing.T) {
 		wg.Go(func() {
 			for range perG {
 				now := bt0
-				b.recordAt(now)
+				b.countAt(now)
 				if b.tryReserveAt(now) {
 					granted.Add(1)
 				}
@@ -418,7 +418,7 @@ func TestBudgetNoAllocations(t *testing.T) {
 	b := newTestBudget(BudgetConfig{Percent: 50})
 	now := bt0
 	allocs := testing.AllocsPerRun(1000, func() {
-		b.recordAt(now)
+		b.countAt(now)
 		b.tryReserveAt(now)
 		windowAt(b, now)
 		now = now.Add(700 * time.Millisecond) // roll buckets over as well
@@ -428,11 +428,11 @@ func TestBudgetNoAllocations(t *testing.T) {
 	bs := NewBudgets()
 	bs.For("api.example.com", BudgetConfig{})
 	allocs = testing.AllocsPerRun(1000, func() {
-		bs.For("api.example.com", BudgetConfig{}).recordAt(bt0)
+		bs.For("api.example.com", BudgetConfig{}).countAt(bt0)
 	})
 	assert.Zero(t, allocs, "For on a known lower-case host")
 	allocs = testing.AllocsPerRun(1000, func() {
-		bs.For("api.example.com:443", BudgetConfig{}).recordAt(bt0)
+		bs.For("api.example.com:443", BudgetConfig{}).countAt(bt0)
 	})
 	assert.Zero(t, allocs, "For on another lower-case spelling of the host it returned last")
 }
@@ -490,10 +490,10 @@ func TestBudgetSeesResendsChargedJustAcrossASlotEdge(t *testing.T) {
 	assert.False(t, b.tryReserveAt(edge.Add(-time.Microsecond)))
 }
 
-// recordAt is Record at a fixed instant, so that tests can walk the window
-// without sleeping; it leaves the ticker that Record keeps alone, and
-// stamps the registry's clock as Record does.
-func (b *Budget) recordAt(now time.Time) {
+// countAt is Record at a fixed instant, so that tests can walk the window
+// without sleeping; unlike recordAt, it leaves the ticker that Record
+// keeps alone, and it stamps the registry's clock as Record does.
+func (b *Budget) countAt(now time.Time) {
 	if b.rec != nil {
 		b.rec.stamp()
 	}

@@ -37,8 +37,9 @@ func hasUsableFallback(own origin, fallbacks []origin) bool {
 // the candidates with a demotion running go last (see demoteLast), but for the
 // own origin unless the route reorders: on the fast path its attempt has gone
 // already. A candidate carries its record in Budgets when the request may
-// reorder or learns a hedge delay.
+// reorder or learns a hedge delay. now is zero when not read yet.
 func (c *call) setTargets(now time.Time) {
+	at := (*instant)(&now) // read if a fallback's record is new or reloads
 	own := c.ownTarget()
 	c.one[0] = own
 	c.targets = c.one[:]
@@ -51,12 +52,12 @@ func (c *call) setTargets(now time.Time) {
 		}
 		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
 		if p := c.t.policies.lookup(fb); !p.budget.Disabled {
-			tg.rec, tg.budgeted = c.t.budgets.record(fb.host), true
-			tg.rec.budget.configure(p.budget)
+			tg.rec, tg.budgeted = c.t.budgets.recordAt(fb.host, at), true
+			tg.rec.budget.configureAt(p.budget, at)
 		}
 		c.targets = append(c.targets, tg)
 	}
-	c.setRecords()
+	c.setRecords(at)
 	if !c.demoting() {
 		return
 	}
@@ -117,8 +118,9 @@ func (c *call) budgetOf(tg *target) *Budget {
 		return nil
 	}
 	if tg.rec.evicted.Load() {
-		tg.rec = c.t.budgets.record(tg.host)
-		tg.rec.budget.configure(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget)
+		var now instant
+		tg.rec = c.t.budgets.recordAt(tg.host, &now)
+		tg.rec.budget.configureAt(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget, &now)
 	}
 	return &tg.rec.budget
 }
@@ -135,13 +137,13 @@ func (c *call) isCandidate(o origin) bool {
 
 // setRecords gives each candidate whose budget is disabled its record in
 // Budgets when the request needs it, to reorder or to learn.
-func (c *call) setRecords() {
+func (c *call) setRecords(now *instant) {
 	if !c.demoting() && c.p.hedge.Quantile == 0 {
 		return
 	}
 	for i := range c.targets {
 		if tg := &c.targets[i]; tg.rec == nil {
-			tg.rec = c.t.budgets.record(tg.host)
+			tg.rec = c.t.budgets.recordAt(tg.host, now)
 		}
 	}
 }

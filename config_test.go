@@ -195,7 +195,7 @@ func TestConfigUnmarshalJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"listen": ":8080", "retry": {"hosts": {"a": {"maxRetries": 1}}}}`), &file))
 	assert.Equal(t, DefaultPolicy(), file.Retry.Default, "the same defaults as ParseConfig")
 	assert.Equal(t, 1, file.Retry.Hosts["a"].MaxRetries)
-	assert.Equal(t, DefaultBackoff, file.Retry.Hosts["a"].Backoff)
+	assert.Equal(t, defaultBackoff, file.Retry.Hosts["a"].Backoff)
 
 	before := file.Retry
 	err := json.Unmarshal([]byte(`{"retry": {"default": {"maxRetries": -1}}}`), &file)

@@ -67,7 +67,7 @@ func ExampleBackoff_MarshalText() {
 		Fallback httpretry.Backoff `json:"fallback"`
 		Zero     httpretry.Backoff `json:"zero"`
 	}{
-		Backoff:  httpretry.DefaultBackoff.WithWaitBudget(10 * time.Second),
+		Backoff:  httpretry.DefaultPolicy().Backoff.WithWaitBudget(10 * time.Second),
 		Fallback: httpretry.NoBackoff(),
 	}
 	data, _ := json.Marshal(p)

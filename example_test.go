@@ -180,7 +180,7 @@ func ExampleBackoff_Ceiling() {
 		ceilings = append(ceilings, b.Ceiling(n).String())
 	}
 	fmt.Println(b, strings.Join(ceilings, " "))
-	fmt.Println(httpretry.DefaultBackoff.WithWaitBudget(5 * time.Second))
+	fmt.Println(httpretry.DefaultPolicy().Backoff.WithWaitBudget(5 * time.Second))
 	// Output:
 	// exponential(100ms, 1s) 100ms 200ms 400ms 800ms 1s 1s
 	// exponentialJitter(100ms, 2s).WithWaitBudget(5s)

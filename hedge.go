@@ -162,9 +162,6 @@ func (h *hedgedRound) run(n int, tg *target, body io.ReadCloser) outcome {
 
 func (h *hedgedRound) launch(n int, tg *target, body io.ReadCloser) {
 	a, r := h.c.newAttempt(n, tg, body, tg.probe.Claimed() && !h.probing(tg))
-	if h.c.p.hedge.Quantile > 0 {
-		a.start = time.Now() // before the goroutine, which reads it
-	}
 	h.c.sent = n
 	h.last = tg
 	h.inflight = append(h.inflight, a)
@@ -267,7 +264,7 @@ func (h *hedgedRound) hedge() bool {
 		// The request's first attempt there: a request, once, as for a
 		// candidate's first attempt (a copy sent to an origin the request
 		// has been to already is no extra request there).
-		b.Record()
+		b.recordAt((*instant)(&now))
 	}
 	c.commit(s)
 	h.launch(next, tg, body)
@@ -309,6 +306,10 @@ func (h *hedgedRound) charge(now time.Time) Reason {
 	_, refused := b.reserveAt(now, h.c.p.hedge.Quantile)
 	return refused
 }
+
+// learns reports whether the call's hedged rounds time their attempts for
+// a learned delay (Hedge.Quantile).
+func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }
 
 // hedgeAfter is how long a round whose first attempt went to tg waits
 // before each copy, and whether copies go at all: Hedge.After, or with
@@ -402,7 +403,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 		h.pending = 0
 	}
 	if overtaken && winner.tg != first.tg && first.alone == nil {
-		h.c.tellOvertaken(first, time.Now())
+		h.c.tellOvertaken(first, h.c.clock(nil))
 	}
 }
 
@@ -431,7 +432,7 @@ func (c *call) settleProbe(o outcome) {
 		tg.rec.demotion.Release(tg.probe)
 	}()
 	// A RetryIf that panics leaves the response closed.
-	o = c.judge(o.a, o.resp, o.err, time.Now())
+	o = c.judge(o.a, o.resp, o.err, c.clock(o.resp))
 	o.a.discard(o.resp)
 	v := o.verdict()
 	v.alone = true

@@ -171,7 +171,7 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 				continue // deferred: next decides again
 			}
 			if b := c.budgetOf(tg); b != nil {
-				b.Record()
+				b.recordAt((*instant)(&now))
 			}
 			c.commit(s)
 			return s, reservation{}, 0
@@ -226,37 +226,26 @@ func (c *call) commit(s plan) {
 // clock (kvm-clock) a read costs about 50 ns, an eighth of what a resend
 // adds to its two calls.
 func (c *call) clock(resp *http.Response) time.Time {
-	if !c.deadline.IsZero() || c.demoting() {
-		return time.Now()
+	need := !c.deadline.IsZero() || c.demoting() || hasRetryAfter(resp)
+	for i := 0; i < len(c.targets) && !need; i++ {
+		tg := &c.targets[i]
+		need = tg.budgeted || !tg.raUntil.IsZero()
 	}
-	if t := clockFor(resp); !t.IsZero() {
-		return t
-	}
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.budgeted || !tg.raUntil.IsZero() {
-			return time.Now()
-		}
-	}
-	return time.Time{}
+	return judgedAt(need)
 }
 
 // clockFor is the instant resp is judged at when it has a Retry-After to
 // read, or the zero time.
-func clockFor(resp *http.Response) time.Time {
-	if resp != nil && resp.Header["Retry-After"] != nil {
-		return time.Now()
-	}
-	return time.Time{}
+func clockFor(resp *http.Response) time.Time { return judgedAt(hasRetryAfter(resp)) }
+
+// hasRetryAfter reports whether resp carries a Retry-After to read.
+func hasRetryAfter(resp *http.Response) bool {
+	return resp != nil && resp.Header["Retry-After"] != nil
 }
 
 // instant is the instant v was judged at, read now if nothing needed it
 // then.
-func (v *verdict) instant() time.Time {
-	if v.at.IsZero() {
-		v.at = time.Now()
-	}
-	return v.at
-}
+func (v *verdict) instant() time.Time { return (*instant)(&v.at).read() }
 
 // crosses reports whether d from now would reach the deadline.
 func (c *call) crosses(d time.Duration) bool {

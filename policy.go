@@ -32,7 +32,7 @@ type Policy struct {
 	// each fallback origin still gets its one attempt.
 	MaxRetries int
 	// Backoff sets the wait before each resend; the zero value means
-	// DefaultBackoff.
+	// DefaultPolicy's: full jitter from 100 ms to 2 s.
 	Backoff Backoff
 	// RetryOn lists the statuses that are retried; nil means
 	// DefaultRetryStatuses, and an empty non-nil slice retries only
@@ -110,11 +110,11 @@ func DefaultRetryStatuses() []int {
 }
 
 // DefaultPolicy is the policy New uses without WithPolicy: 3 resends,
-// DefaultBackoff, statuses 429 502 503 504, Retry-After up to 30 s, bodies
-// up to 1 MiB recorded for replay, and a budget of 20 % of the requests of
-// the last 10 s, and beyond that share up to 10 from a floor credit that
-// the requests earn back (see BudgetConfig). It sets no time bound
-// (PerTryTimeout, Deadline), so that a long poll is never cut.
+// full jitter from 100 ms to 2 s, statuses 429 502 503 504, Retry-After up
+// to 30 s, bodies up to 1 MiB recorded for replay, and a budget of 20 % of
+// the requests of the last 10 s, and beyond that share up to 10 from a
+// floor credit that the requests earn back (see BudgetConfig). It sets no
+// time bound (PerTryTimeout, Deadline), so that a long poll is never cut.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries:     defaultMaxRetries,

@@ -83,7 +83,7 @@ func (h *Hedge) jsonFields() []jsonField {
 
 // MarshalJSON writes every field of p but RetryIf, so that the text read
 // back gives p whatever it is decoded over. A nil RetryOn or Fallbacks is
-// null; the zero Backoff is DefaultBackoff's text.
+// null; the zero Backoff is the default backoff's text.
 func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonFields()) }
 
 // UnmarshalJSON decodes a JSON object as ParseConfig decodes default: it

@@ -68,7 +68,7 @@ func TestPolicyMarshalJSON(t *testing.T) {
 
 	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})
 	require.NoError(t, err)
-	assert.Contains(t, string(data), `"backoff":"exponentialJitter(100ms, 2s)"`, "the zero Backoff is DefaultBackoff")
+	assert.Contains(t, string(data), `"backoff":"exponentialJitter(100ms, 2s)"`, "the zero Backoff is defaultBackoff")
 	assert.Contains(t, string(data), `"retryOn":[]`, "empty is not nil: only transport errors")
 	assert.Contains(t, string(data), `"fallbacks":["https://b.example"]`)
 	assert.NotContains(t, strings.ToLower(string(data)), "retryif")
@@ -94,11 +94,11 @@ func jsonPolicies() map[string]Policy {
 	return map[string]Policy{
 		"default":    DefaultPolicy(),
 		"full":       full,
-		"zero":       {Backoff: DefaultBackoff},
+		"zero":       {Backoff: defaultBackoff},
 		"no backoff": {MaxRetries: 1, Backoff: NoBackoff(), RetryOn: []int{}, Fallbacks: []string{}},
 		"wait budget": {MaxRetries: 2, Backoff: Fixed(time.Second).WithWaitBudget(3 * time.Second),
 			Budget: BudgetConfig{Window: maxDuration}, Hedge: Hedge{After: 1}},
-		"learned hedge": {MaxRetries: 3, Backoff: DefaultBackoff,
+		"learned hedge": {MaxRetries: 3, Backoff: defaultBackoff,
 			Hedge: Hedge{After: 50 * time.Millisecond, Max: 1, Quantile: 0.999, MinAfter: 1500 * time.Microsecond}},
 	}
 }

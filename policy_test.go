@@ -27,7 +27,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	p := DefaultPolicy()
 	assert.Equal(t, want, p)
-	assert.Equal(t, DefaultBackoff, p.Backoff)
+	assert.Equal(t, defaultBackoff, p.Backoff)
 	assert.Zero(t, p.PerTryTimeout)
 	assert.Zero(t, p.Deadline)
 	assert.Empty(t, p.IdempotencyHeader)
@@ -271,7 +271,7 @@ func TestNewPolicyTableErrors(t *testing.T) {
 func TestResolvePolicyDefaults(t *testing.T) {
 	hp := resolvePolicy(Policy{MaxRetries: 2})
 	assert.Equal(t, 2, hp.maxRetries)
-	assert.Equal(t, DefaultBackoff, hp.backoff)
+	assert.Equal(t, defaultBackoff, hp.backoff)
 	assert.Equal(t, 30*time.Second, hp.waitBudget)
 	assert.Equal(t, 30*time.Second, hp.maxRetryAfter)
 	assert.Equal(t, int64(1<<20), hp.maxReplay)

@@ -180,7 +180,7 @@ func drawBackoff(r *rand.Rand) httpretry.Backoff {
 	case 3:
 		b = httpretry.ExponentialJitter(d, 8*d)
 	default:
-		return httpretry.Backoff{} // DefaultBackoff
+		return httpretry.Backoff{} // the default
 	}
 	switch r.IntN(4) {
 	case 0:

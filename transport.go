@@ -105,10 +105,11 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case r.passes():
 		return r.passThrough()
 	}
-	if r.findRecord(); r.fast() {
+	var now instant // read by the first that needs it: the fast path, usually none
+	if r.findRecord(&now); r.fast() {
 		return r.sendFast()
 	}
-	return r.send()
+	return r.send(now.read())
 }
 
 // passThrough sends req once, as it is, holding the base to the
@@ -185,20 +186,21 @@ func (t *RetryTransport) resolve(req *http.Request) (route, error) {
 // its budget when its first attempt goes there. With Demote, an origin
 // with a demotion standing sends the request to the slow path, where the
 // candidates are reordered and the first attempt's origin records it (see
-// send); any other costs one atomic load here.
-func (r *route) findRecord() {
+// send); any other costs one atomic load here. It reads now only for a
+// host that is new, reloaded or idle.
+func (r *route) findRecord(now *instant) {
 	if r.budgeted {
-		r.rec = r.t.budgets.record(r.own.host)
-		r.rec.budget.configure(r.p.budget)
+		r.rec = r.t.budgets.recordAt(r.own.host, now)
+		r.rec.budget.configureAt(r.p.budget, now)
 	}
 	if r.demoting() {
 		if r.rec == nil {
-			r.rec = r.t.budgets.record(r.own.host)
+			r.rec = r.t.budgets.recordAt(r.own.host, now)
 		}
 		r.reorder = r.rec.demotion.Active()
 	}
 	if r.budgeted && !r.reorder {
-		r.rec.budget.Record()
+		r.rec.budget.recordAt(now)
 	}
 }
 
@@ -232,7 +234,8 @@ func (r *route) fast() bool {
 // that an httpretry inside makes no resends where this policy makes none.
 func (r *route) passThrough() (*http.Response, error) {
 	if r.nested && r.budgeted {
-		r.t.budgets.forKey(r.own.host, r.p.budget).Record()
+		var now instant
+		r.t.budgets.forKeyAt(r.own.host, r.p.budget, &now).recordAt(&now)
 	}
 	req := r.req
 	if r.marks && !r.nested {
@@ -259,10 +262,7 @@ func (r *route) sendFast() (*http.Response, error) {
 		return resp, nil
 	}
 	resp, err = checkOutcome(resp, err)
-	var now time.Time // no Deadline on this path: sendsAsIs said so
-	if r.demoting() {
-		now = time.Now()
-	}
+	now := judgedAt(r.demoting()) // no Deadline on this path: sendsAsIs said so
 	c := newCall(r, now)
 	resp, err = c.afterFast(resp, err, now)
 	c.recycle()
@@ -295,9 +295,8 @@ func (r *route) applyAnswer(tg *target, resp *http.Response) {
 	r.applyTo(tg, v)
 }
 
-// send is the slow path: a call from the first attempt on.
-func (r *route) send() (*http.Response, error) {
-	now := time.Now()
+// send is the slow path: a call from the first attempt on, at now.
+func (r *route) send(now time.Time) (*http.Response, error) {
 	if r.p.deadline > 0 {
 		r.policyDeadline = now.Add(r.p.deadline)
 	}
@@ -321,7 +320,7 @@ func (c *call) start(now time.Time) (*http.Response, error) {
 	}
 	if b := c.budgetOf(first); c.reorder && b != nil {
 		// Its first attempt is this origin's request (point 18).
-		b.Record()
+		b.recordAt((*instant)(&now))
 	}
 	first.tried = true
 	return c.loop(c.round(1, first, c.firstBody()))

@@ -103,7 +103,7 @@ func fleetHTTPRetry(base http.RoundTripper, scale float64) http.RoundTripper {
 // scaled; Percent and MinRetries are counts and stay as they are.
 func scaledDefaultPolicy(scale float64) httpretry.Policy {
 	p := httpretry.DefaultPolicy()
-	b := httpretry.DefaultBackoff
+	b := httpretry.DefaultPolicy().Backoff
 	p.Backoff = httpretry.ExponentialJitter(
 		scaled(b.Ceiling(1), scale), scaled(b.Ceiling(httpretry.MaxRetriesLimit), scale),
 	).WithWaitBudget(scaled(30*time.Second, scale))

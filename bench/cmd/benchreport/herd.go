@@ -13,7 +13,7 @@ import (
 // referenceTrials is how many simulated herds give the uniform reference.
 const referenceTrials = 1001
 
-// jitterSpan is DefaultBackoff's first ceiling: full jitter draws the first
+// jitterSpan is the default backoff's first ceiling: full jitter draws the first
 // wait uniformly from [0, jitterSpan].
 const jitterSpan = 100 * time.Millisecond
 
