@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"sync"
@@ -115,12 +116,44 @@ func newCall(rt *route, now time.Time) *call {
 	c.setTargets(now)
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
 	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
-	c.waitLeft = p.waitBudget
+	c.setBounds()
+	return c
+}
+
+// oneOrigin is what a call to one origin alone is made of, as the params
+// of newCallTo: a body that resumes sends its resume requests so. Every
+// other request comes through newCall.
+type oneOrigin struct {
+	t              *RetryTransport
+	req            *http.Request // the caller's
+	p              *hostPolicy
+	to             target    // the origin, as the request's candidate held it
+	sent           int       // the request's attempts before the call's first
+	policyDeadline time.Time // zero: none
+}
+
+// newCallTo makes a call to o's origin only, under o's policy and
+// Deadline, whose attempts go in ctx. It draws on no pool: what bounds its
+// attempts is its caller's (Resume.Max), and each is decided by
+// nextResume.
+func newCallTo(o *oneOrigin, ctx context.Context) *call {
+	c := &call{route: route{t: o.t, req: o.req.WithContext(ctx), p: o.p, policyDeadline: o.policyDeadline},
+		sent: o.sent, resendable: true}
+	c.one[0] = o.to
+	c.one[0].tried = true
+	c.targets = c.one[:]
+	c.setBounds()
+	return c
+}
+
+// setBounds starts the call's wait budget, and its deadline: the earlier
+// of the policy's Deadline and its request context's.
+func (c *call) setBounds() {
+	c.waitLeft = c.p.waitBudget
 	c.deadline = c.policyDeadline
-	if d, ok := r.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
+	if d, ok := c.req.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
 		c.deadline = d
 	}
-	return c
 }
 
 func (c *call) firstBody() io.ReadCloser {

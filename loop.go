@@ -201,17 +201,19 @@ func (c *call) reserve(tg *target, now time.Time) (reservation, bool) {
 }
 
 // commit applies a paid plan to the call: its candidate has had an
-// attempt; a resend or a copy draws on the pool and spends its wait from
-// the wait budget, and one to a candidate already tried moves the ring on
-// past it.
+// attempt; a resend or a copy draws on the pool, a resume request on
+// none; each spends its wait from the wait budget, and one to a candidate
+// already tried moves the ring on past it.
 func (c *call) commit(s plan) {
 	tg := &c.targets[s.to]
 	again := tg.tried
 	tg.tried = true
-	if s.kind == EventFallback {
+	switch s.kind {
+	case EventFallback:
 		return
+	case EventRetry, EventHedge:
+		c.drawn++
 	}
-	c.drawn++
 	if c.waitLeft >= 0 {
 		c.waitLeft = max(c.waitLeft-s.wait, 0)
 	}

@@ -295,6 +295,21 @@ func (r *route) applyAnswer(tg *target, resp *http.Response) {
 	r.applyTo(tg, v)
 }
 
+// wrapResumable gives resp, about to be handed to the caller of r from
+// attempt n to tg, a body that resumes when it breaks, if resp is eligible
+// (see Resume). sent is the number of attempts the request has sent, which
+// the resume requests' numbers follow. Any other response is left as it
+// is, at no cost but the checks.
+func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
+	at, ok := r.p.resumable(r.req, resp, r.maxRetries)
+	if !ok {
+		return
+	}
+	via := oneOrigin{t: r.t, req: r.req, p: r.p, sent: sent, policyDeadline: r.policyDeadline,
+		to: target{scheme: tg.scheme, host: tg.host, moved: tg.moved, rec: tg.rec, budgeted: tg.budgeted}}
+	resp.Body = newResumeBody(via, n, at, resp)
+}
+
 // send is the slow path: a call from the first attempt on.
 func (r *route) send() (*http.Response, error) {
 	now := time.Now()
