@@ -352,19 +352,6 @@ func (r *route) emit(e Event, tg *target) {
 	r.t.observers.emit(e)
 }
 
-func status(resp *http.Response) int {
-	if resp == nil {
-		return 0
-	}
-	return resp.StatusCode
-}
-
-func closeBody(b io.ReadCloser) {
-	if b != nil {
-		b.Close()
-	}
-}
-
 // round sends attempt n to tg and, while it goes without response headers for
 // the round's delay (Hedge.After, or tg's learned one), copies of it, each
 // decided by nextCopy and paid for like a resend. The first outcome that is

@@ -127,3 +127,18 @@ func drains(resp *http.Response) bool {
 	return resp.Body != nil && resp.Body != http.NoBody &&
 		resp.ContentLength != 0 && resp.ContentLength <= drainLimit
 }
+
+// status is resp's status code, 0 for no response.
+func status(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// closeBody closes b, if any: a request body no attempt sent.
+func closeBody(b io.ReadCloser) {
+	if b != nil {
+		b.Close()
+	}
+}
