@@ -163,22 +163,6 @@ func (c *call) firstBody() io.ReadCloser {
 	return c.req.Body
 }
 
-// prepare takes the body of the attempt after the failed outcome o, then
-// pays for it at now (see pay): an attempt without a body is never
-// charged.
-func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
-	body, reason := c.copyBody()
-	if reason != 0 {
-		return plan{}, nil, reservation{}, reason
-	}
-	p, res, reason := c.pay(now, drainBound(o.resp))
-	if reason != 0 {
-		closeBody(body)
-		return p, nil, res, reason
-	}
-	return p, body, res, 0
-}
-
 // uploading reports whether the failed attempt's transport is still
 // uploading the recorded body: the next attempt must take it over (see
 // takeOver).

@@ -115,6 +115,22 @@ func (c *call) payNext(o *outcome, next *pending) (p plan, uploading bool, reaso
 	return p, uploading, reason
 }
 
+// prepare takes the body of the attempt after the failed outcome o, then
+// pays for it at now (see pay): an attempt without a body is never
+// charged.
+func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
+	body, reason := c.copyBody()
+	if reason != 0 {
+		return plan{}, nil, reservation{}, reason
+	}
+	p, res, reason := c.pay(now, drainBound(o.resp))
+	if reason != 0 {
+		closeBody(body)
+		return p, nil, res, reason
+	}
+	return p, body, res, 0
+}
+
 // stillDue checks that the attempt just announced is still due: the
 // observers may have taken the time its wait needed, and then the caller
 // gets the last outcome, as when the wait was decided. A body still being
