@@ -89,10 +89,6 @@ type Policy struct {
 	RetryIf func(resp *http.Response, err error) bool
 }
 
-// maxBudgetPercent is the largest Budget.Percent: ten resends per request,
-// already more than any MaxRetries makes useful, and far from overflow.
-const maxBudgetPercent = 1000
-
 const (
 	defaultMaxRetries     = 3
 	defaultMaxRetryAfter  = 30 * time.Second
