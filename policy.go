@@ -337,16 +337,6 @@ func newPolicyTable(def Policy, hosts []hostOption) (policyTable, error) {
 	return t, nil
 }
 
-// buildPolicies is newPolicyTable for New and Middleware, which panic with
-// its message: a bad option is a programming error, best found at start-up.
-func (c *config) buildPolicies() policyTable {
-	t, err := newPolicyTable(c.policy, c.hosts)
-	if err != nil {
-		panic(err.Error())
-	}
-	return t
-}
-
 // lookup returns the policy of a request to o, a canonical origin: a rule
 // for its host and port (the scheme's default when o names none), else
 // one for its host, else the policy for every host.
