@@ -32,21 +32,6 @@ type call struct {
 	deadline   time.Time     // the earlier of policyDeadline and the context's; zero: none
 }
 
-// releaseOnPanic, deferred, discards resp and ends attempt a if a callback
-// of the caller's (RetryIf, an observer) panics, so that no connection or
-// goroutine outlives the panic, which then goes on.
-func (a *attempt) releaseOnPanic(resp *http.Response) {
-	if v := recover(); v != nil {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		if a != nil {
-			a.end()
-		}
-		panic(v)
-	}
-}
-
 // sendsAsIs reports whether the first attempt of r can be r itself: no
 // body to record, no context of its own (no timer, no hedge) and no header
 // to add. A request a hedging policy may not resend is not hedged, and
@@ -212,3 +197,132 @@ func (c *call) copyBody() (io.ReadCloser, Reason) {
 // hasBody reports whether r has a body to send: neither nil nor
 // http.NoBody.
 func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBody }
+
+// tellOvertaken tells the origin of a, the first attempt of a hedged
+// round, that a copy to another origin answered before a had response
+// headers: a failure. An origin that black-holes its requests, with no
+// PerTryTimeout to cut them, fails no other way, and would never be
+// demoted while every request paid it the hedge delay.
+func (c *call) tellOvertaken(a *attempt, now time.Time) {
+	if !c.demoting() || c.req.Context().Err() != nil {
+		return
+	}
+	c.failedAt(now, a.tg, a.n, 0, errOvertaken)
+}
+
+// releaseProbes gives back the probes this request claimed and never gave
+// a verdict on: it ended first (canceled, past its deadline, won by
+// another candidate).
+func (c *call) releaseProbes() {
+	if !c.demoting() {
+		return
+	}
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.probe.claimed != 0 {
+			tg.rec.demotion.release(tg.probe)
+			tg.probe = probe{}
+		}
+	}
+}
+
+// hedges reports whether this request's attempts are hedged: the policy
+// asks for it, a resend is safe, every copy can have its own body, and
+// the request does not ask to switch protocols.
+func (c *call) hedges() bool {
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
+}
+
+// replayable reports whether every further attempt can have its own body.
+func (c *call) replayable() bool {
+	r := c.req
+	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.limit > 0
+}
+
+// setTargets makes the request's candidates: its own origin, then each usable
+// fallback once, with the budget of that origin's host policy. Under Demote,
+// the candidates with a demotion running go last (see demoteLast), but for the
+// own origin unless the route reorders: on the fast path its attempt has gone
+// already. A candidate carries its record in Budgets when the request may
+// reorder or learns a hedge delay.
+func (c *call) setTargets(now time.Time) {
+	own := c.ownTarget()
+	c.one[0] = own
+	c.targets = c.one[:]
+	for _, fb := range c.fallbacks {
+		if !usable(c.own, fb) || c.isCandidate(fb) {
+			continue
+		}
+		if len(c.targets) == 1 {
+			c.targets = append(make([]target, 0, 1+len(c.fallbacks)), own)
+		}
+		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
+		if p := c.t.policies.lookup(fb); !p.budget.Disabled {
+			tg.rec, tg.budgeted = c.t.budgets.record(fb.host), true
+			tg.rec.budget.configure(p.budget)
+		}
+		c.targets = append(c.targets, tg)
+	}
+	c.setRecords()
+	if !c.demoting() {
+		return
+	}
+	mayProbe := c.resendable && c.replayable()
+	order := c.targets
+	if !c.reorder {
+		order = order[1:]
+	}
+	demoteLast(order, func(tg *target) bool {
+		last, probing := tg.rec.demotion.order(now, mayProbe)
+		tg.probing = probing
+		return last
+	})
+}
+
+// firstTarget is the candidate the first attempt goes to at now: the first
+// in order whose probe, if it is one, this request claims.
+func (c *call) firstTarget(now time.Time) *target {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.claimProbe(now) {
+			return tg
+		}
+	}
+	return &c.targets[0] // every probe claimed first: the configured first
+}
+
+// budgetOf is tg's budget, nil when disabled. The registry may have
+// forgotten it while this request held it (an idle host with a full
+// credit, swept when another host was added): then it is found again, so
+// that what the request charges counts where the next request looks.
+func (c *call) budgetOf(tg *target) *Budget {
+	if !tg.budgeted {
+		return nil
+	}
+	if tg.rec.evicted.Load() {
+		tg.rec = c.t.budgets.record(tg.host)
+		tg.rec.budget.configure(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget)
+	}
+	return &tg.rec.budget
+}
+
+// isCandidate reports whether o is among the request's candidates already.
+func (c *call) isCandidate(o origin) bool {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.scheme == o.scheme && tg.host == o.host {
+			return true
+		}
+	}
+	return false
+}
+
+// setRecords gives each candidate whose budget is disabled its record in
+// Budgets when the request needs it, to reorder or to learn.
+func (c *call) setRecords() {
+	if !c.demoting() && c.p.hedge.Quantile == 0 {
+		return
+	}
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.rec == nil {
+			tg.rec = c.t.budgets.record(tg.host)
+		}
+	}
+}

@@ -16,24 +16,6 @@ import (
 // policy's RetryIf. loop.go pays for what they decide (pay, reserve) and
 // acts on it, and verdict.go applies what judge decided.
 
-// answers reports whether resp, which came without an error, is an answer
-// to return rather than a failure to retry.
-func (p *hostPolicy) answers(resp *http.Response) bool {
-	if p.retryIf != nil {
-		return !p.retryIf(resp, nil)
-	}
-	return !p.retryOn.has(resp.StatusCode)
-}
-
-// answersGuarded is answers for a response no attempt holds yet: a RetryIf
-// that panics leaves it closed.
-func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
-	if p.retryIf != nil {
-		defer (*attempt)(nil).releaseOnPanic(resp)
-	}
-	return p.answers(resp)
-}
-
 // judge makes an outcome of what attempt a came back with, judged at now
 // (see call.clock): whether it is a failure worth another attempt, and its
 // Retry-After, parsed once. It decides only: the verdict is applied by

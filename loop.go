@@ -16,6 +16,42 @@ import (
 // again, discards what the failed attempt left, waits, and sends. A wait
 // that cannot be had gives back what was paid.
 
+// afterFast goes on from the fast path's first outcome, which was not an
+// answer, at now (zero: not read yet).
+func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
+	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
+	c.targets[0].tried = true
+	if now.IsZero() {
+		now = c.clock(resp)
+	}
+	if resp != nil {
+		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
+		o.read(resp, now)
+		return c.loop(o)
+	}
+	return c.loop(c.judge(&c.first, nil, err, now))
+}
+
+// start sends the first attempt at now and goes on from its outcome.
+func (c *call) start(now time.Time) (*http.Response, error) {
+	defer c.releaseProbes()
+	if c.body != nil {
+		// Deferred here, not in the loop: a callback that panics in the
+		// first round must leave the caller's body closed too.
+		defer c.body.finish()
+	}
+	first := &c.targets[0]
+	if c.reorder {
+		first = c.firstTarget(now) // only a reordered first may be a probe
+	}
+	if b := c.budgetOf(first); c.reorder && b != nil {
+		// Its first attempt is this origin's request (point 18).
+		b.Record()
+	}
+	first.tried = true
+	return c.loop(c.round(1, first, c.firstBody()))
+}
+
 // loop applies each outcome's verdict and resends while the checks allow
 // it.
 func (c *call) loop(o outcome) (*http.Response, error) {
@@ -183,7 +219,7 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 		}
 		tg := &c.targets[s.to]
 		if s.kind == EventFallback {
-			if !c.claimProbe(tg, now) {
+			if !tg.claimProbe(now) {
 				continue // deferred: next decides again
 			}
 			if b := c.budgetOf(tg); b != nil {
@@ -256,24 +292,6 @@ func (c *call) clock(resp *http.Response) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-// clockFor is the instant resp is judged at when it has a Retry-After to
-// read, or the zero time.
-func clockFor(resp *http.Response) time.Time {
-	if resp != nil && resp.Header["Retry-After"] != nil {
-		return time.Now()
-	}
-	return time.Time{}
-}
-
-// instant is the instant v was judged at, read now if nothing needed it
-// then.
-func (v *verdict) instant() time.Time {
-	if v.at.IsZero() {
-		v.at = time.Now()
-	}
-	return v.at
 }
 
 // crosses reports whether d from now would reach the deadline.
@@ -354,18 +372,6 @@ func (c *call) giveUpError(reason Reason, about *target, err error) error {
 		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", why, c.sent, err, ctxErr)
 	}
 	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, c.sent, err)
-}
-
-// emit tells the observers of e, which concerns an attempt to tg. An
-// event no observer wants is not completed: its Origin is a string to
-// build.
-func (r *route) emit(e Event, tg *target) {
-	if len(r.t.observers) == 0 || !r.t.observers.want(r.req.Context(), e.Kind) {
-		return
-	}
-	e.Request = r.req
-	e.Origin = tg.origin()
-	r.t.observers.emit(e)
 }
 
 // round sends attempt n to tg and, while it goes without response headers for

@@ -360,3 +360,21 @@ func (t *policyTable) lookup(o origin) *hostPolicy {
 	}
 	return t.all
 }
+
+// answers reports whether resp, which came without an error, is an answer
+// to return rather than a failure to retry.
+func (p *hostPolicy) answers(resp *http.Response) bool {
+	if p.retryIf != nil {
+		return !p.retryIf(resp, nil)
+	}
+	return !p.retryOn.has(resp.StatusCode)
+}
+
+// answersGuarded is answers for a response no attempt holds yet: a RetryIf
+// that panics leaves it closed.
+func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
+	if p.retryIf != nil {
+		defer closeOnPanic(resp)
+	}
+	return p.answers(resp)
+}
