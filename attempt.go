@@ -175,20 +175,19 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 	return checkOutcome(resp, err)
 }
 
-// checkOutcome holds the base to the RoundTripper contract: exactly one of
-// a response and an error. A response that came with an error is
-// discarded and the error kept.
-func checkOutcome(resp *http.Response, err error) (*http.Response, error) {
-	if err != nil {
+// releaseOnPanic, deferred, discards resp and ends attempt a if a callback
+// of the caller's (RetryIf, an observer) panics, so that no connection or
+// goroutine outlives the panic, which then goes on.
+func (a *attempt) releaseOnPanic(resp *http.Response) {
+	if v := recover(); v != nil {
 		if resp != nil {
-			discard(resp)
+			resp.Body.Close()
 		}
-		return nil, err
+		if a != nil {
+			a.end()
+		}
+		panic(v)
 	}
-	if resp == nil {
-		return nil, errNilResponse
-	}
-	return resp, nil
 }
 
 // deliver hands resp to the caller. An attempt with a context of its own

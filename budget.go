@@ -48,6 +48,11 @@ const (
 	// budgetSweepEvery is how often an insertion also forgets idle hosts.
 	budgetSweepEvery = 10 * time.Second
 
+	// maxBudgetPercent is the largest Percent: ten resends per request,
+	// already more than any MaxRetries makes useful, and far from
+	// overflow.
+	maxBudgetPercent = 1000
+
 	// maxBudgetMinRetries is the largest floor a budget applies.
 	maxBudgetMinRetries = 1 << 30
 )

@@ -1,12 +1,14 @@
 package httpretry
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/httpretry/httpretry/internal/bodyrec"
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // call is the state of one request across its attempts.
@@ -31,21 +33,6 @@ type call struct {
 	body       *bodyrec.Recorder // nil: no body, or GetBody replays it
 	waitLeft   time.Duration     // what is left of the wait budget; negative: unbounded
 	deadline   time.Time         // the earlier of policyDeadline and the context's; zero: none
-}
-
-// releaseOnPanic, deferred, discards resp and ends attempt a if a callback
-// of the caller's (RetryIf, an observer) panics, so that no connection or
-// goroutine outlives the panic, which then goes on.
-func (a *attempt) releaseOnPanic(resp *http.Response) {
-	if v := recover(); v != nil {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		if a != nil {
-			a.end()
-		}
-		panic(v)
-	}
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
@@ -117,12 +104,44 @@ func newCall(rt *route, now time.Time) *call {
 	c.setTargets(now)
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
 	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
-	c.waitLeft = p.waitBudget
+	c.setBounds()
+	return c
+}
+
+// oneOrigin is what a call to one origin alone is made of, as the params
+// of newCallTo: a body that resumes sends its resume requests so. Every
+// other request comes through newCall.
+type oneOrigin struct {
+	t              *RetryTransport
+	req            *http.Request // the caller's
+	p              *hostPolicy
+	to             target    // the origin, as the request's candidate held it
+	sent           int       // the request's attempts before the call's first
+	policyDeadline time.Time // zero: none
+}
+
+// newCallTo makes a call to o's origin only, under o's policy and
+// Deadline, whose attempts go in ctx. It draws on no pool: what bounds its
+// attempts is its caller's (Resume.Max), and each is decided by
+// nextResume.
+func newCallTo(o *oneOrigin, ctx context.Context) *call {
+	c := &call{route: route{t: o.t, req: o.req.WithContext(ctx), p: o.p, policyDeadline: o.policyDeadline},
+		sent: o.sent, resendable: true}
+	c.one[0] = o.to
+	c.one[0].tried = true
+	c.targets = c.one[:]
+	c.setBounds()
+	return c
+}
+
+// setBounds starts the call's wait budget, and its deadline: the earlier
+// of the policy's Deadline and its request context's.
+func (c *call) setBounds() {
+	c.waitLeft = c.p.waitBudget
 	c.deadline = c.policyDeadline
-	if d, ok := r.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
+	if d, ok := c.req.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
 		c.deadline = d
 	}
-	return c
 }
 
 func (c *call) firstBody() io.ReadCloser {
@@ -130,22 +149,6 @@ func (c *call) firstBody() io.ReadCloser {
 		return c.body.Reader() // a fresh body is always replayable
 	}
 	return c.req.Body
-}
-
-// prepare takes the body of the attempt after the failed outcome o, then
-// pays for it at now (see pay): an attempt without a body is never
-// charged.
-func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
-	body, reason := c.copyBody()
-	if reason != 0 {
-		return plan{}, nil, reservation{}, reason
-	}
-	p, res, reason := c.pay(now, drainBound(o.resp))
-	if reason != 0 {
-		closeBody(body)
-		return p, nil, res, reason
-	}
-	return p, body, res, 0
 }
 
 // uploading reports whether the failed attempt's transport is still
@@ -197,3 +200,134 @@ func (c *call) copyBody() (io.ReadCloser, Reason) {
 // hasBody reports whether r has a body to send: neither nil nor
 // http.NoBody.
 func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBody }
+
+// tellOvertaken tells the origin of a, the first attempt of a hedged
+// round, that a copy to another origin answered before a had response
+// headers: a failure. An origin that black-holes its requests, with no
+// PerTryTimeout to cut them, fails no other way, and would never be
+// demoted while every request paid it the hedge delay.
+func (c *call) tellOvertaken(a *attempt, now time.Time) {
+	if !c.demoting() || c.req.Context().Err() != nil {
+		return
+	}
+	c.failedAt(now, a.tg, a.n, 0, errOvertaken)
+}
+
+// releaseProbes gives back the probes this request claimed and never gave
+// a verdict on: it ended first (canceled, past its deadline, won by
+// another candidate).
+func (c *call) releaseProbes() {
+	if !c.demoting() {
+		return
+	}
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.probe.Claimed() {
+			tg.rec.demotion.Release(tg.probe)
+			tg.probe = demotion.Probe{}
+		}
+	}
+}
+
+// hedges reports whether this request's attempts are hedged: the policy
+// asks for it, a resend is safe, every copy can have its own body, and
+// the request does not ask to switch protocols.
+func (c *call) hedges() bool {
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
+}
+
+// replayable reports whether every further attempt can have its own body.
+func (c *call) replayable() bool {
+	r := c.req
+	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()
+}
+
+// setTargets makes the request's candidates: its own origin, then each usable
+// fallback once, with the budget of that origin's host policy. Under Demote,
+// the candidates with a demotion running go last (see demoteLast), but for the
+// own origin unless the route reorders: on the fast path its attempt has gone
+// already. A candidate carries its record in Budgets when the request may
+// reorder or learns a hedge delay. now is zero when not read yet.
+func (c *call) setTargets(now time.Time) {
+	at := (*instant)(&now) // read if a fallback's record is new or reloads
+	own := c.ownTarget()
+	c.one[0] = own
+	c.targets = c.one[:]
+	for _, fb := range c.fallbacks {
+		if !usable(c.own, fb) || c.isCandidate(fb) {
+			continue
+		}
+		if len(c.targets) == 1 {
+			c.targets = append(make([]target, 0, 1+len(c.fallbacks)), own)
+		}
+		tg := target{scheme: fb.scheme, host: fb.host, moved: true}
+		if p := c.t.policies.lookup(fb); !p.budget.Disabled {
+			tg.rec, tg.budgeted = c.t.budgets.recordAt(fb.host, at), true
+			tg.rec.budget.configureAt(p.budget, at)
+		}
+		c.targets = append(c.targets, tg)
+	}
+	c.setRecords(at)
+	if !c.demoting() {
+		return
+	}
+	mayProbe := c.resendable && c.replayable()
+	order := c.targets
+	if !c.reorder {
+		order = order[1:]
+	}
+	demoteLast(order, func(tg *target) bool {
+		last, probing := tg.rec.demotion.Order(now, mayProbe)
+		tg.probing = probing
+		return last
+	})
+}
+
+// firstTarget is the candidate the first attempt goes to at now: the first
+// in order whose probe, if it is one, this request claims.
+func (c *call) firstTarget(now time.Time) *target {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.claimProbe(now) {
+			return tg
+		}
+	}
+	return &c.targets[0] // every probe claimed first: the configured first
+}
+
+// budgetOf is tg's budget, nil when disabled. The registry may have
+// forgotten it while this request held it (an idle host with a full
+// credit, swept when another host was added): then it is found again, so
+// that what the request charges counts where the next request looks.
+func (c *call) budgetOf(tg *target) *Budget {
+	if !tg.budgeted {
+		return nil
+	}
+	if tg.rec.evicted.Load() {
+		var now instant
+		tg.rec = c.t.budgets.recordAt(tg.host, &now)
+		tg.rec.budget.configureAt(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget, &now)
+	}
+	return &tg.rec.budget
+}
+
+// isCandidate reports whether o is among the request's candidates already.
+func (c *call) isCandidate(o origin) bool {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.scheme == o.scheme && tg.host == o.host {
+			return true
+		}
+	}
+	return false
+}
+
+// setRecords gives each candidate whose budget is disabled its record in
+// Budgets when the request needs it, to reorder or to learn.
+func (c *call) setRecords(now *instant) {
+	if !c.demoting() && c.p.hedge.Quantile == 0 {
+		return
+	}
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.rec == nil {
+			tg.rec = c.t.budgets.recordAt(tg.host, now)
+		}
+	}
+}

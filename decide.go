@@ -16,24 +16,6 @@ import (
 // policy's RetryIf. loop.go pays for what they decide (pay, reserve) and
 // acts on it, and verdict.go applies what judge decided.
 
-// answers reports whether resp, which came without an error, is an answer
-// to return rather than a failure to retry.
-func (p *hostPolicy) answers(resp *http.Response) bool {
-	if p.retryIf != nil {
-		return !p.retryIf(resp, nil)
-	}
-	return !p.retryOn.has(resp.StatusCode)
-}
-
-// answersGuarded is answers for a response no attempt holds yet: a RetryIf
-// that panics leaves it closed.
-func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
-	if p.retryIf != nil {
-		defer (*attempt)(nil).releaseOnPanic(resp)
-	}
-	return p.answers(resp)
-}
-
 // judge makes an outcome of what attempt a came back with, judged at now
 // (see call.clock): whether it is a failure worth another attempt, and its
 // Retry-After, parsed once. It decides only: the verdict is applied by
@@ -117,8 +99,11 @@ func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, R
 		}
 		return plan{to: k, kind: EventFallback}, 0
 	}
+	if c.drawn >= c.maxRetries {
+		return plan{}, ReasonExhausted
+	}
 	return c.around(EventRetry, refused, func(tg *target) (time.Duration, Reason) {
-		return c.admit(tg, now, drain)
+		return c.admit(tg, now, drain, c.drawn+1)
 	})
 }
 
@@ -128,6 +113,9 @@ func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, R
 // own origin, wherever the round began. A copy to a new candidate is
 // still drawn on the pool.
 func (c *call) nextCopy(now time.Time) (plan, Reason) {
+	if c.drawn >= c.maxRetries {
+		return plan{}, ReasonExhausted
+	}
 	if c.p.hedge.SameOrigin {
 		k := c.ownIndex()
 		if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
@@ -144,6 +132,20 @@ func (c *call) nextCopy(now time.Time) (plan, Reason) {
 	return c.around(EventHedge, nil, func(tg *target) (time.Duration, Reason) {
 		return 0, c.admitCopy(tg, now)
 	})
+}
+
+// nextResume decides, at now, the next request of a body that resumes,
+// to the call's one origin, after stuck failures in a row with no byte
+// between: after progress it goes at once, as a copy does; otherwise it
+// waits the backoff of that many failures, as a resend does. It draws on
+// no pool.
+func (c *call) nextResume(now time.Time, stuck int) (plan, Reason) {
+	tg := &c.targets[0]
+	if stuck == 0 {
+		return plan{kind: EventResume}, c.admitCopy(tg, now)
+	}
+	wait, reason := c.admit(tg, now, 0, stuck)
+	return plan{wait: wait, kind: EventResume}, reason
 }
 
 // ownIndex is where the request's own origin is among its candidates:
@@ -203,16 +205,15 @@ func (c *call) around(kind EventKind, refused []bool, admit func(*target) (time.
 	return plan{to: by}, first // to: whom the reason is about
 }
 
-// admit decides whether a resend drawn on the pool of MaxRetries may go to
-// tg at now, and after how long: the backoff's wait, shortened to the wait
-// budget left, lengthened to what tg's Retry-After still asks. drain is
-// how long discarding the failed response may still take. The wait, and
-// the drain before it, must end before the deadline. The backoff draws
-// from the call's source of randomness.
-func (c *call) admit(tg *target, now time.Time, drain time.Duration) (time.Duration, Reason) {
+// admit decides whether attempt n after the first, counted as the
+// backoff counts, may go to tg at now, and after how long: the backoff's
+// wait, shortened to the wait budget left, lengthened to what tg's
+// Retry-After still asks. drain is how long discarding the failed
+// response may still take. The wait, and the drain before it, must end
+// before the deadline. The backoff draws from the call's source of
+// randomness. The pool is next's to check.
+func (c *call) admit(tg *target, now time.Time, drain time.Duration, n int) (time.Duration, Reason) {
 	switch {
-	case c.drawn >= c.maxRetries:
-		return 0, ReasonExhausted
 	case c.waitLeft == 0:
 		// Spent: resending at once would hammer an origin that failed.
 		return 0, ReasonWaitBudget
@@ -220,7 +221,6 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration) (time.Durat
 		return 0, ReasonRetryAfterTooLong
 	}
 	room := c.room(now, drain)
-	n := c.drawn + 1
 	wait := c.p.backoff.Delay(n, c.rng)
 	if c.waitLeft >= 0 {
 		wait = min(wait, c.waitLeft)
@@ -237,13 +237,11 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration) (time.Durat
 	return wait, 0
 }
 
-// admitCopy decides whether a copy drawn on the pool may go to tg at now.
-// A copy cannot wait: any Retry-After still running is too long for it,
-// and it must go before the deadline.
+// admitCopy decides whether an attempt that cannot wait, a copy, may go
+// to tg at now: any Retry-After still running is too long for it, and it
+// must go before the deadline. The pool is nextCopy's to check.
 func (c *call) admitCopy(tg *target, now time.Time) Reason {
 	switch {
-	case c.drawn >= c.maxRetries:
-		return ReasonExhausted
 	case tg.raTooLong, tg.raUntil.After(now):
 		return ReasonRetryAfterTooLong
 	case c.room(now, 0) <= 0:

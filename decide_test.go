@@ -18,7 +18,7 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func TestAdmitAtFixedInstants(t *testing.T) {
+func TestNextAndNextCopyAtFixedInstants(t *testing.T) {
 	fixed := resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100)).Unbudgeted(), MaxRetryAfter: 30 * time.Second})
 	tests := []struct {
 		name      string
@@ -58,19 +58,19 @@ func TestAdmitAtFixedInstants(t *testing.T) {
 			if tt.deadline != 0 {
 				c.deadline = t0.Add(tt.deadline)
 			}
-			tg := &target{raTooLong: tt.raTooLong}
+			c.targets = []target{{raTooLong: tt.raTooLong, tried: true}}
 			if tt.raUntil != 0 {
-				tg.raUntil = t0.Add(tt.raUntil)
+				c.targets[0].raUntil = t0.Add(tt.raUntil)
 			}
-			var wait time.Duration
+			var s plan
 			var reason Reason
 			if tt.copy {
-				reason = c.admitCopy(tg, t0)
+				s, reason = c.nextCopy(t0)
 			} else {
-				wait, reason = c.admit(tg, t0, tt.drain)
+				s, reason = c.next(t0, tt.drain, nil)
 			}
 			assert.Equal(t, tt.reason, reason)
-			assert.Equal(t, tt.wait, wait)
+			assert.Equal(t, tt.wait, s.wait)
 		})
 	}
 }
@@ -82,7 +82,7 @@ func TestAdmitARetryAfterTheWaitAlreadyMeets(t *testing.T) {
 	jittered := resolvePolicy(Policy{MaxRetries: 3, Backoff: ExponentialJitter(10*time.Second, time.Minute)})
 	c := &call{route: route{p: jittered, maxRetries: 3, rng: rand.New(rand.NewPCG(1, 2))}, waitLeft: ms(300)}
 	require.GreaterOrEqual(t, jittered.backoff.Delay(1, rand.New(rand.NewPCG(1, 2))), ms(300), "the draw the wait budget cuts")
-	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0)
+	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0, 1)
 	assert.Equal(t, Reason(0), reason)
 	assert.Equal(t, ms(300), wait)
 }

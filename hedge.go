@@ -86,19 +86,6 @@ func (h Hedge) copies() int {
 	return max(h.Max, 1)
 }
 
-// hedges reports whether this request's attempts are hedged: the policy
-// asks for it, a resend is safe, every copy can have its own body, and
-// the request does not ask to switch protocols.
-func (c *call) hedges() bool {
-	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
-}
-
-// replayable reports whether every further attempt can have its own body.
-func (c *call) replayable() bool {
-	r := c.req
-	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()
-}
-
 // hedgedRound is one attempt and its hedged copies in flight.
 type hedgedRound struct {
 	c        *call
@@ -118,7 +105,7 @@ type hedgedRound struct {
 // and returns the round's outcome.
 func (h *hedgedRound) run(n int, tg *target, body io.ReadCloser) outcome {
 	h.launch(n, tg, body)
-	h.after, h.hedging = h.c.hedgeAfter(tg)
+	h.after, h.hedging = h.delay(tg)
 	var fire <-chan time.Time // nil, never ready, when no copy goes
 	timer := time.NewTimer(h.after)
 	defer timer.Stop()
@@ -251,7 +238,7 @@ func (h *hedgedRound) hedge() bool {
 	}
 	if reason != 0 {
 		if claimed {
-			c.unclaimProbe(tg)
+			tg.unclaimProbe()
 		}
 		if reason == ReasonBudget || reason == ReasonCopyCap {
 			tg = h.origin // whose budget refused
@@ -288,7 +275,7 @@ func (h *hedgedRound) copyTarget(now time.Time) (s plan, tg *target, claimed boo
 		}
 		tg = &c.targets[s.to]
 		probing := tg.probing
-		if c.claimProbe(tg, now) {
+		if tg.claimProbe(now) {
 			return s, tg, probing && tg.probe.Claimed(), 0
 		}
 	}
@@ -307,20 +294,16 @@ func (h *hedgedRound) charge(now time.Time) Reason {
 	return refused
 }
 
-// learns reports whether the call's hedged rounds time their attempts for
-// a learned delay (Hedge.Quantile).
-func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }
-
-// hedgeAfter is how long a round whose first attempt went to tg waits
-// before each copy, and whether copies go at all: Hedge.After, or with
-// Quantile the origin's learned delay (see hedgeDelay).
-func (c *call) hedgeAfter(tg *target) (time.Duration, bool) {
-	h := c.p.hedge
-	if h.Quantile == 0 {
-		return h.After, true
+// delay is how long a round whose first attempt went to tg waits before
+// each copy, and whether copies go at all: Hedge.After, or with Quantile
+// the origin's learned delay (see hedgeDelay).
+func (h *hedgedRound) delay(tg *target) (time.Duration, bool) {
+	cfg := h.c.p.hedge
+	if cfg.Quantile == 0 {
+		return cfg.After, true
 	}
 	est, warm := tg.rec.learned().Estimate()
-	return hedgeDelay(est, warm, h.After, h.MinAfter)
+	return hedgeDelay(est, warm, cfg.After, cfg.MinAfter)
 }
 
 // learn records what a settled attempt says of its origin's time to
@@ -399,7 +382,8 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 	if alone > 0 {
 		// The probes outlive the request: its call must not be reused.
 		h.c.lent = true
-		go h.c.settleProbes(back, h.outcomes, h.pending)
+		rest := *h // the goroutine's own copy: the request's returns
+		go rest.settleProbes(back)
 		h.pending = 0
 	}
 	if overtaken && winner.tg != first.tg && first.alone == nil {
@@ -408,16 +392,16 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 }
 
 // settleProbes settles the probes that ran on after their round was won:
-// the outcomes in back, then n more from outcomes, each bounded by its
+// the outcomes in back, then the pending ones, each bounded by its
 // attempt's timer. It runs after the request has returned, so a callback
 // that panics (RetryIf, an observer) has no caller to reach: its panic is
 // dropped once the probe is released, rather than crash the program.
-func (c *call) settleProbes(back []outcome, outcomes <-chan outcome, n int) {
+func (h *hedgedRound) settleProbes(back []outcome) {
 	for _, o := range back {
-		c.settleProbe(o)
+		h.settleProbe(o)
 	}
-	for range n {
-		c.settleProbe(<-outcomes)
+	for range h.pending {
+		h.settleProbe(<-h.outcomes)
 	}
 }
 
@@ -425,8 +409,8 @@ func (c *call) settleProbes(back []outcome, outcomes <-chan outcome, n int) {
 // its verdict to its origin: an answer restores it, a failure (the bound
 // cutting it included) demotes it again. Its response is drained and
 // closed, and its claim given back if no verdict took it.
-func (c *call) settleProbe(o outcome) {
-	tg := o.a.alone
+func (h *hedgedRound) settleProbe(o outcome) {
+	c, tg := h.c, o.a.alone
 	defer func() {
 		_ = recover() // see settleProbes
 		tg.rec.demotion.Release(tg.probe)
@@ -438,3 +422,7 @@ func (c *call) settleProbe(o outcome) {
 	v.alone = true
 	c.applyTo(tg, v)
 }
+
+// learns reports whether the call's hedged rounds time their attempts for
+// a learned delay (Hedge.Quantile).
+func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }

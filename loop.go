@@ -16,6 +16,42 @@ import (
 // again, discards what the failed attempt left, waits, and sends. A wait
 // that cannot be had gives back what was paid.
 
+// afterFast goes on from the fast path's first outcome, which was not an
+// answer, at now (zero: not read yet).
+func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
+	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
+	c.targets[0].tried = true
+	if now.IsZero() {
+		now = c.clock(resp)
+	}
+	if resp != nil {
+		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
+		o.read(resp, now)
+		return c.loop(o)
+	}
+	return c.loop(c.judge(&c.first, nil, err, now))
+}
+
+// start sends the first attempt at now and goes on from its outcome.
+func (c *call) start(now time.Time) (*http.Response, error) {
+	defer c.releaseProbes()
+	if c.body != nil {
+		// Deferred here, not in the loop: a callback that panics in the
+		// first round must leave the caller's body closed too.
+		defer c.body.Finish()
+	}
+	first := &c.targets[0]
+	if c.reorder {
+		first = c.firstTarget(now) // only a reordered first may be a probe
+	}
+	if b := c.budgetOf(first); c.reorder && b != nil {
+		// Its first attempt is this origin's request (point 18).
+		b.recordAt((*instant)(&now))
+	}
+	first.tried = true
+	return c.loop(c.round(1, first, c.firstBody()))
+}
+
 // loop applies each outcome's verdict and resends while the checks allow
 // it.
 func (c *call) loop(o outcome) (*http.Response, error) {
@@ -115,6 +151,22 @@ func (c *call) payNext(o *outcome, next *pending) (p plan, uploading bool, reaso
 	return p, uploading, reason
 }
 
+// prepare takes the body of the attempt after the failed outcome o, then
+// pays for it at now (see pay): an attempt without a body is never
+// charged.
+func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
+	body, reason := c.copyBody()
+	if reason != 0 {
+		return plan{}, nil, reservation{}, reason
+	}
+	p, res, reason := c.pay(now, drainBound(o.resp))
+	if reason != 0 {
+		closeBody(body)
+		return p, nil, res, reason
+	}
+	return p, body, res, 0
+}
+
 // stillDue checks that the attempt just announced is still due: the
 // observers may have taken the time its wait needed, and then the caller
 // gets the last outcome, as when the wait was decided. A body still being
@@ -167,7 +219,7 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 		}
 		tg := &c.targets[s.to]
 		if s.kind == EventFallback {
-			if !c.claimProbe(tg, now) {
+			if !tg.claimProbe(now) {
 				continue // deferred: next decides again
 			}
 			if b := c.budgetOf(tg); b != nil {
@@ -201,17 +253,19 @@ func (c *call) reserve(tg *target, now time.Time) (reservation, bool) {
 }
 
 // commit applies a paid plan to the call: its candidate has had an
-// attempt; a resend or a copy draws on the pool and spends its wait from
-// the wait budget, and one to a candidate already tried moves the ring on
-// past it.
+// attempt; a resend or a copy draws on the pool, a resume request on
+// none; each spends its wait from the wait budget, and one to a candidate
+// already tried moves the ring on past it.
 func (c *call) commit(s plan) {
 	tg := &c.targets[s.to]
 	again := tg.tried
 	tg.tried = true
-	if s.kind == EventFallback {
+	switch s.kind {
+	case EventFallback:
 		return
+	case EventRetry, EventHedge:
+		c.drawn++
 	}
-	c.drawn++
 	if c.waitLeft >= 0 {
 		c.waitLeft = max(c.waitLeft-s.wait, 0)
 	}
@@ -233,19 +287,6 @@ func (c *call) clock(resp *http.Response) time.Time {
 	}
 	return judgedAt(need)
 }
-
-// clockFor is the instant resp is judged at when it has a Retry-After to
-// read, or the zero time.
-func clockFor(resp *http.Response) time.Time { return judgedAt(hasRetryAfter(resp)) }
-
-// hasRetryAfter reports whether resp carries a Retry-After to read.
-func hasRetryAfter(resp *http.Response) bool {
-	return resp != nil && resp.Header["Retry-After"] != nil
-}
-
-// instant is the instant v was judged at, read now if nothing needed it
-// then.
-func (v *verdict) instant() time.Time { return (*instant)(&v.at).read() }
 
 // crosses reports whether d from now would reach the deadline.
 func (c *call) crosses(d time.Duration) bool {
@@ -327,31 +368,6 @@ func (c *call) giveUpError(reason Reason, about *target, err error) error {
 	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, c.sent, err)
 }
 
-// emit tells the observers of e, which concerns an attempt to tg. An
-// event no observer wants is not completed: its Origin is a string to
-// build.
-func (r *route) emit(e Event, tg *target) {
-	if len(r.t.observers) == 0 || !r.t.observers.want(r.req.Context(), e.Kind) {
-		return
-	}
-	e.Request = r.req
-	e.Origin = tg.origin()
-	r.t.observers.emit(e)
-}
-
-func status(resp *http.Response) int {
-	if resp == nil {
-		return 0
-	}
-	return resp.StatusCode
-}
-
-func closeBody(b io.ReadCloser) {
-	if b != nil {
-		b.Close()
-	}
-}
-
 // round sends attempt n to tg and, while it goes without response headers for
 // the round's delay (Hedge.After, or tg's learned one), copies of it, each
 // decided by nextCopy and paid for like a resend. The first outcome that is
@@ -369,4 +385,9 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	}
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
 	return h.run(n, tg, body)
+}
+
+// hasRetryAfter reports whether resp carries a Retry-After to read.
+func hasRetryAfter(resp *http.Response) bool {
+	return resp != nil && resp.Header["Retry-After"] != nil
 }

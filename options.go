@@ -72,3 +72,13 @@ func newConfig(opts []Option) *config {
 	}
 	return c
 }
+
+// buildPolicies is newPolicyTable for New and Middleware, which panic with
+// its message: a bad option is a programming error, best found at start-up.
+func (c *config) buildPolicies() policyTable {
+	t, err := newPolicyTable(c.policy, c.hosts)
+	if err != nil {
+		panic(err.Error())
+	}
+	return t
+}

@@ -91,10 +91,6 @@ type Policy struct {
 	RetryIf func(resp *http.Response, err error) bool
 }
 
-// maxBudgetPercent is the largest Budget.Percent: ten resends per request,
-// already more than any MaxRetries makes useful, and far from overflow.
-const maxBudgetPercent = 1000
-
 const (
 	defaultMaxRetries     = 3
 	defaultMaxRetryAfter  = 30 * time.Second
@@ -343,16 +339,6 @@ func newPolicyTable(def Policy, hosts []hostOption) (policyTable, error) {
 	return t, nil
 }
 
-// buildPolicies is newPolicyTable for New and Middleware, which panic with
-// its message: a bad option is a programming error, best found at start-up.
-func (c *config) buildPolicies() policyTable {
-	t, err := newPolicyTable(c.policy, c.hosts)
-	if err != nil {
-		panic(err.Error())
-	}
-	return t
-}
-
 // lookup returns the policy of a request to o, a canonical origin: a rule
 // for its host and port (the scheme's default when o names none), else
 // one for its host, else the policy for every host.
@@ -375,4 +361,22 @@ func (t *policyTable) lookup(o origin) *hostPolicy {
 		return r.any
 	}
 	return t.all
+}
+
+// answers reports whether resp, which came without an error, is an answer
+// to return rather than a failure to retry.
+func (p *hostPolicy) answers(resp *http.Response) bool {
+	if p.retryIf != nil {
+		return !p.retryIf(resp, nil)
+	}
+	return !p.retryOn.has(resp.StatusCode)
+}
+
+// answersGuarded is answers for a response no attempt holds yet: a RetryIf
+// that panics leaves it closed.
+func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
+	if p.retryIf != nil {
+		defer closeOnPanic(resp)
+	}
+	return p.answers(resp)
 }

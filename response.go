@@ -127,3 +127,44 @@ func drains(resp *http.Response) bool {
 	return resp.Body != nil && resp.Body != http.NoBody &&
 		resp.ContentLength != 0 && resp.ContentLength <= drainLimit
 }
+
+// status is resp's status code, 0 for no response.
+func status(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// closeBody closes b, if any: a request body no attempt sent.
+func closeBody(b io.ReadCloser) {
+	if b != nil {
+		b.Close()
+	}
+}
+
+// checkOutcome holds the base to the RoundTripper contract: exactly one of
+// a response and an error. A response that came with an error is
+// discarded and the error kept.
+func checkOutcome(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil {
+		if resp != nil {
+			discard(resp)
+		}
+		return nil, err
+	}
+	if resp == nil {
+		return nil, errNilResponse
+	}
+	return resp, nil
+}
+
+// closeOnPanic, deferred, closes resp, which no attempt holds yet, if a
+// callback of the caller's (RetryIf, an observer) panics; the panic goes
+// on.
+func closeOnPanic(resp *http.Response) {
+	if v := recover(); v != nil {
+		resp.Body.Close()
+		panic(v)
+	}
+}

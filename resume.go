@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -17,25 +16,20 @@ import (
 
 // A response body that breaks reaches the caller's Read after RoundTrip
 // has returned. resumeBody catches the break there and asks the origin for
-// the rest, through a call of its own made at the first break: its
-// attempts are made, timed, paid for and waited on by the call's
-// functions (newAttempt, do, pay, sleep), so a resume request obeys every
-// rule a resend does. What is resume's own is the decision of what a
-// resume response means (judgeResume) and the bookkeeping of bytes.
+// the rest, through a call of its own to that one origin, made at the
+// first break (see newCallTo). The engine decides when each resume request
+// goes (nextResume), makes, times, charges and waits on it (newAttempt,
+// do, reserve, sleep), and judges and applies any outcome that is not an
+// answer to the range (judge, apply), so a resume request obeys every rule
+// a resend does. What is resume's own is what an answer to the range
+// means (judgeResume), how many requests it may make (Resume.Max), and the
+// bookkeeping of bytes.
 
-// wrapResumable gives resp, about to be handed to the caller of r from
-// attempt n to tg, a body that resumes when it breaks, if resp is eligible
-// (see Resume). sent is the number of attempts the request has sent, which
-// the resume requests' numbers follow. Any other response is left as it
-// is, at no cost but the checks.
-func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
-	at, ok := r.p.resumable(r.req, resp, r.maxRetries)
-	if !ok {
-		return
-	}
-	resp.Body = &resumeBody{t: r.t, req: r.req, resp: resp, p: r.p, origin: origin{tg.scheme, tg.host},
-		moved: tg.moved, rec: tg.rec, budgeted: tg.budgeted, sent: sent, last: n,
-		policyDeadline: r.policyDeadline, at: at, pos: at.first, from: at.first, cur: resp.Body}
+// newResumeBody is a body for resp, the answer of attempt last, that
+// resumes from at when it breaks, sending its resume requests as via says.
+func newResumeBody(via oneOrigin, last int, at resumeAt, resp *http.Response) *resumeBody {
+	return &resumeBody{oneOrigin: via, resp: resp, at: at, last: last, pos: at.first, from: at.first,
+		cur: resp.Body}
 }
 
 // resumeBody is a response body that continues from the byte it reached
@@ -43,17 +37,12 @@ func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
 // with itself; Close may come from any goroutine at any time and ends
 // everything: a wait, a resume request in flight, the body being read.
 type resumeBody struct {
-	t              *RetryTransport
-	req            *http.Request  // the caller's
-	resp           *http.Response // the caller's, which the trailers of a resumed body's end go to
-	p              *hostPolicy
-	origin         origin        // the body came from, never another: a validator belongs to one
-	moved          bool          // origin is a fallback: the request's URL is rewritten to it
-	rec            *originRecord // origin's, as its candidate held it
-	budgeted       bool          // rec's budget is charged
-	sent           int           // the request's attempts before the first resume request
-	policyDeadline time.Time     // zero: none
-	at             resumeAt
+	// oneOrigin is where the resume requests go: the origin the body came
+	// from, never another, since a validator belongs to one. Its req is
+	// the caller's.
+	oneOrigin
+	resp *http.Response // the caller's, which the trailers of a resumed body's end go to
+	at   resumeAt
 
 	// Read's own state.
 	pos     int64          // the representation's next byte to deliver
@@ -281,15 +270,17 @@ const (
 	// resumeChanged: another representation, of which nothing may be
 	// delivered.
 	resumeChanged
-	// resumeFailed: a failure the policy retries.
-	resumeFailed
-	// resumeAnswered: another answer, which ends the body.
-	resumeAnswered
+	// resumeOther: no answer to the range, judged as any response is:
+	// a failure the policy retries, or another answer, which ends the
+	// body.
+	resumeOther
 )
 
 // judgeResume decides what resp, the response to a resume request from
-// b.pos, means. It reads only headers.
-func (b *resumeBody) judgeResume(resp *http.Response) resumeVerdict {
+// pos of the body at, means: the rest, the whole again, or another
+// representation. It reads only headers. Any other status is no answer
+// to the range (resumeOther): the call judges it as any other response.
+func judgeResume(resp *http.Response, pos int64, at *resumeAt) resumeVerdict {
 	h := resp.Header
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
@@ -297,27 +288,24 @@ func (b *resumeBody) judgeResume(resp *http.Response) resumeVerdict {
 		// field, where the 206 has it, says which version the range is of.
 		// Without it, the 206 is trusted to have honoured If-Range.
 		first, last, size, ok := httprange.ParseContentRange(h["Content-Range"])
-		if !ok || first != b.pos || last != b.at.last || size != b.at.size || !httprange.IdentityCoded(h) ||
+		if !ok || first != pos || last != at.last || size != at.size || !httprange.IdentityCoded(h) ||
 			resp.ContentLength >= 0 && resp.ContentLength != last-first+1 {
 			return resumeChanged
 		}
-		if named, same := b.at.validator.In(h); named && !same {
+		if named, same := at.validator.In(h); named && !same {
 			return resumeChanged
 		}
 		return resumeAccepted
 	case http.StatusOK:
-		if named, same := b.at.validator.In(h); !named || !same || !httprange.IdentityCoded(h) || resp.Uncompressed ||
-			resp.ContentLength >= 0 && resp.ContentLength != b.at.size {
+		if named, same := at.validator.In(h); !named || !same || !httprange.IdentityCoded(h) || resp.Uncompressed ||
+			resp.ContentLength >= 0 && resp.ContentLength != at.size {
 			return resumeChanged
 		}
 		return resumeWhole
 	case http.StatusRequestedRangeNotSatisfiable:
 		return resumeChanged
 	}
-	if b.c.failed(resp, nil) {
-		return resumeFailed
-	}
-	return resumeAnswered
+	return resumeOther
 }
 
 // resume asks the origin for the rest after the break b.cause, as many
@@ -377,7 +365,8 @@ type resumeFailure struct {
 }
 
 // sender is the call that sends the resume requests, made at the first
-// break (see newCall); an error when the caller closed the body first.
+// break (see newCallTo), in a context Close cancels; an error when the
+// caller closed the body first.
 func (b *resumeBody) sender() (*call, error) {
 	if b.c != nil {
 		return b.c, nil
@@ -391,54 +380,59 @@ func (b *resumeBody) sender() (*call, error) {
 		cancel()
 		return nil, errReadOnClosedBody
 	}
-	b.c = b.newCall(ctx)
+	b.c = newCallTo(&b.oneOrigin, ctx)
 	return b.c, nil
 }
 
 // ask sends the next resume request through c, paid for, and judges what
 // comes back: done with the body delivering again (err nil) or ending
 // with err; or not done, with the failure that calls for another request.
+// Any answer but the range's is judged and applied as the loop does (see
+// judge and apply), which notes a failure's Retry-After.
 func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
-	tg := &c.targets[0]
 	b.resumes++
 	n := b.sent + b.resumes
 	b.last = n
 	c.header = b.rangeHeader()
-	a, r := c.newAttempt(n, tg, http.NoBody, false)
+	a, r := c.newAttempt(n, &c.targets[0], http.NoBody, false)
 	c.sent = n
 	resp, err := c.do(a, r)
-	if err != nil {
+	if err != nil && b.isClosed() {
 		a.end()
-		if b.isClosed() {
-			return failed, true, errReadOnClosedBody
-		}
-		o := c.judge(a, nil, err, time.Time{})
-		reason := c.refusal(o)
-		if !o.failure {
-			reason = ReasonNotRetryable
-		}
-		if reason != 0 {
-			return failed, true, b.giveUp(reason, 0, err)
-		}
-		b.stuck++
-		return resumeFailure{err: err}, false, nil
+		return failed, true, errReadOnClosedBody
 	}
-	switch b.judgeResume(resp) {
-	case resumeAccepted, resumeWhole:
-		return failed, true, b.take(a, resp)
-	case resumeChanged:
-		a.discard(resp)
-		return failed, true, b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
-	case resumeFailed:
-		var ra retryAfterAt
-		ra.read(resp, clockFor(resp))
-		tg.noteRetryAfter(&ra, c.p.maxRetryAfter)
-		a.discard(resp)
-		b.stuck++
-		return resumeFailure{answered(resp), resp.StatusCode}, false, nil
+	if err == nil {
+		switch judgeResume(resp, b.pos, &b.at) {
+		case resumeAccepted, resumeWhole:
+			return failed, true, b.take(a, resp)
+		case resumeChanged:
+			a.discard(resp)
+			return failed, true, b.giveUp(ReasonBodyChanged, resp.StatusCode, nil)
+		}
 	}
-	a.discard(resp)
-	return failed, true, b.giveUp(ReasonNotRetryable, resp.StatusCode, answered(resp))
+	o := c.judge(a, resp, err, clockFor(resp))
+	c.apply(&o)
+	return b.settle(c, o)
+}
+
+// settle lets go of o, a resume request's outcome that is no answer to
+// its range, and says whether another may follow: only after a failure
+// the policy retries and the call does not refuse (see refusal).
+func (b *resumeBody) settle(c *call, o outcome) (failed resumeFailure, done bool, err error) {
+	o.a.discard(o.resp)
+	failed = resumeFailure{err: o.err}
+	if o.resp != nil {
+		failed = resumeFailure{answered(o.resp), o.resp.StatusCode}
+	}
+	reason := ReasonNotRetryable
+	if o.failure {
+		reason = c.refusal(o)
+	}
+	if reason != 0 {
+		return resumeFailure{}, true, b.giveUp(reason, failed.status, failed.err)
+	}
+	b.stuck++
+	return failed, false, nil
 }
 
 // answered is the error of a resume request answered with resp.
@@ -446,40 +440,15 @@ func answered(resp *http.Response) error {
 	return fmt.Errorf("resume request answered %s", resp.Status)
 }
 
-// newCall makes the call that sends the resume requests: to the body's
-// origin only (a validator belongs to one), under the request's policy
-// and Deadline, in ctx, which Close cancels. Its pool is unbounded: the
-// body counts resume requests against Resume.Max itself.
-func (b *resumeBody) newCall(ctx context.Context) *call {
-	c := &call{route: route{t: b.t, req: b.req.WithContext(ctx), p: b.p, maxRetries: math.MaxInt,
-		policyDeadline: b.policyDeadline}, sent: b.sent, resendable: true}
-	c.one[0] = target{scheme: b.origin.scheme, host: b.origin.host, moved: b.moved, rec: b.rec,
-		budgeted: b.budgeted, tried: true}
-	c.targets = c.one[:]
-	c.waitLeft = b.p.waitBudget
-	c.deadline = c.policyDeadline
-	if d, ok := ctx.Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
-		c.deadline = d
-	}
-	return c
-}
-
 // plan decides, at now, whether the next resume request may go and after
-// how long, and pays for it: the call's own decision and reservation. Its
-// pool counts the failures in a row, so that admit waits the backoff of
-// that many; after progress the request goes at once, as a copy does,
-// still within the deadline and any Retry-After.
+// how long (see nextResume), and pays for it: the call's own decision and
+// reservation.
 func (b *resumeBody) plan(now time.Time) (time.Duration, reservation, Reason) {
 	if b.resumes >= b.p.resume.max {
 		return 0, reservation{}, ReasonExhausted
 	}
 	c := b.c
-	c.drawn = max(b.stuck-1, 0)
-	next := c.nextCopy // after progress: at once, as a copy goes
-	if b.stuck > 0 {
-		next = func(now time.Time) (plan, Reason) { return c.next(now, 0, nil) }
-	}
-	s, reason := next(now)
+	s, reason := c.nextResume(now, b.stuck)
 	if reason != 0 {
 		return 0, reservation{}, reason
 	}
@@ -575,7 +544,7 @@ func (b *resumeBody) giveUp(reason Reason, status int, last error) error {
 	}
 	why := reason.String()
 	if reason == ReasonBudget {
-		why = "retry budget of " + b.origin.host + " spent" // whose, as the loop says
+		why = "retry budget of " + b.to.host + " spent" // whose, as the loop says
 	}
 	const broke = "httpretry: response body broke after %d bytes; not resumed: %s after %d resume request(s)"
 	if last != nil {
@@ -592,6 +561,6 @@ func (b *resumeBody) emit(e Event) {
 		return
 	}
 	e.Request = b.req
-	e.Origin = b.origin.String()
+	e.Origin = b.to.origin()
 	obs.emit(e)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpretry/httpretry/internal/httprange"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -556,4 +557,100 @@ func TestResumeOff(t *testing.T) {
 	_, wrapped := resp.Body.(*resumeBody)
 	assert.True(t, wrapped, "the outer one resumes")
 	resp.Body.Close()
+}
+
+// judgeResume reads only the status and headers of an answer to a resume
+// request from a fixed position: a table of fixed inputs, as judge's.
+func TestJudgeResumeOfFixedAnswers(t *testing.T) {
+	etag := resumeAt{validator: httprange.Validator{Value: `"v1"`, ETag: true}, first: 0, last: 99, size: 100}
+	lm := resumeAt{validator: httprange.Validator{Value: "Mon, 02 Jan 2006 15:04:05 GMT"}, first: 0, last: 99, size: 100}
+	ranged := resumeAt{validator: httprange.Validator{Value: `"v1"`, ETag: true}, first: 10, last: 49, size: 100}
+	h := func(kv ...string) http.Header {
+		hh := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			hh[kv[i]] = []string{kv[i+1]}
+		}
+		return hh
+	}
+	tests := []struct {
+		name   string
+		at     resumeAt
+		status int
+		header http.Header
+		length int64 // ContentLength; -1: unknown
+		gzip   bool  // resp.Uncompressed
+		want   resumeVerdict
+	}{
+		{"the rest", etag, 206, h("Content-Range", "bytes 40-99/100", "Etag", `"v1"`), 60, false, resumeAccepted},
+		{"the rest, no validator field", etag, 206, h("Content-Range", "bytes 40-99/100"), -1, false, resumeAccepted},
+		{"the rest of another version", etag, 206, h("Content-Range", "bytes 40-99/100", "Etag", `"v2"`), 60, false, resumeChanged},
+		{"another start", etag, 206, h("Content-Range", "bytes 39-99/100"), 61, false, resumeChanged},
+		{"another end", ranged, 206, h("Content-Range", "bytes 40-99/100"), 60, false, resumeChanged},
+		{"the caller's range", ranged, 206, h("Content-Range", "bytes 40-49/100"), 10, false, resumeAccepted},
+		{"another size", etag, 206, h("Content-Range", "bytes 40-99/101"), 60, false, resumeChanged},
+		{"a length that disagrees", etag, 206, h("Content-Range", "bytes 40-99/100"), 59, false, resumeChanged},
+		{"no Content-Range", etag, 206, h(), 60, false, resumeChanged},
+		{"a coded range", etag, 206, h("Content-Range", "bytes 40-99/100", "Content-Encoding", "gzip"), 60, false, resumeChanged},
+		{"the whole again", etag, 200, h("Etag", `"v1"`), 100, false, resumeWhole},
+		{"the whole again, length unknown", etag, 200, h("Etag", `"v1"`), -1, false, resumeWhole},
+		{"the whole by Last-Modified", lm, 200, h("Last-Modified", lm.validator.Value), 100, false, resumeWhole},
+		{"a whole without its validator", etag, 200, h(), 100, false, resumeChanged},
+		{"a whole of another version", etag, 200, h("Etag", `"v2"`), 100, false, resumeChanged},
+		{"a whole of another size", etag, 200, h("Etag", `"v1"`), 101, false, resumeChanged},
+		{"a whole decompressed", etag, 200, h("Etag", `"v1"`), -1, true, resumeChanged},
+		{"a range not satisfiable", etag, 416, h(), 0, false, resumeChanged},
+		{"a failure", etag, 503, h("Retry-After", "1"), 0, false, resumeOther},
+		{"another answer", etag, 404, h(), 0, false, resumeOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tt.status, Header: tt.header, ContentLength: tt.length, Uncompressed: tt.gzip}
+			assert.Equal(t, tt.want, judgeResume(resp, 40, &tt.at))
+		})
+	}
+}
+
+// nextResume decides, at fixed instants, when the next resume request
+// goes: at once after progress, as a copy; after the backoff of as many
+// failures as came in a row without a byte, as a resend; never on a pool.
+func TestNextResumeAtFixedInstants(t *testing.T) {
+	fixed := resolvePolicy(Policy{MaxRetries: 1, Backoff: Exponential(ms(100), time.Second).Unbudgeted()})
+	tests := []struct {
+		name     string
+		stuck    int
+		raUntil  time.Duration // after t0; 0: none
+		deadline time.Duration // after t0; 0: none
+		waitLeft time.Duration // negative: unbounded
+		wait     time.Duration
+		reason   Reason
+	}{
+		{name: "after progress, at once", waitLeft: -1},
+		{name: "after progress, not in a Retry-After", raUntil: ms(10), waitLeft: -1, reason: ReasonRetryAfterTooLong},
+		{name: "after progress, a spent wait budget does not bar it", waitLeft: 0},
+		{name: "one failure", stuck: 1, waitLeft: -1, wait: ms(100)},
+		{name: "three failures, past MaxRetries", stuck: 3, waitLeft: -1, wait: ms(400)},
+		{name: "a Retry-After lengthens", stuck: 1, raUntil: ms(700), waitLeft: -1, wait: ms(700)},
+		{name: "the wait budget shortens", stuck: 3, waitLeft: ms(50), wait: ms(50)},
+		{name: "the wait budget spent", stuck: 1, waitLeft: 0, reason: ReasonWaitBudget},
+		{name: "past the deadline", stuck: 2, deadline: ms(200), waitLeft: -1, reason: ReasonDeadline},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &call{route: route{p: fixed}, drawn: 7, waitLeft: tt.waitLeft}
+			c.targets = []target{{tried: true}}
+			if tt.raUntil != 0 {
+				c.targets[0].raUntil = t0.Add(tt.raUntil)
+			}
+			if tt.deadline != 0 {
+				c.deadline = t0.Add(tt.deadline)
+			}
+			s, reason := c.nextResume(t0, tt.stuck)
+			assert.Equal(t, tt.reason, reason)
+			assert.Equal(t, tt.wait, s.wait)
+			if reason == 0 {
+				c.commit(s)
+				assert.Equal(t, 7, c.drawn, "a resume request draws on no pool")
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // RetryTransport is an http.RoundTripper that resends failed requests when
@@ -269,33 +270,32 @@ func (r *route) sendFast() (*http.Response, error) {
 	return resp, err
 }
 
-// afterFast goes on from the fast path's first outcome, which was not an
-// answer, at now (zero: not read yet).
-func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
-	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
-	c.targets[0].tried = true
-	if now.IsZero() {
-		now = c.clock(resp)
-	}
-	if resp != nil {
-		o := outcome{a: &c.first, resp: resp, failure: true} // answersGuarded said so
-		o.read(resp, now)
-		return c.loop(o)
-	}
-	return c.loop(c.judge(&c.first, nil, err, now))
-}
-
 // applyAnswer applies the verdict of the fast path's answer resp, from
 // attempt 1 to tg, as the loop applies any other (see applyTo). An observer
 // that panics leaves resp closed.
 func (r *route) applyAnswer(tg *target, resp *http.Response) {
-	defer (*attempt)(nil).releaseOnPanic(resp)
+	defer closeOnPanic(resp)
 	v := verdict{n: 1, status: resp.StatusCode}
 	v.read(resp, clockFor(resp))
 	r.applyTo(tg, v)
 }
 
-// send is the slow path: a call from the first attempt on, at now.
+// wrapResumable gives resp, about to be handed to the caller of r from
+// attempt n to tg, a body that resumes when it breaks, if resp is eligible
+// (see Resume). sent is the number of attempts the request has sent, which
+// the resume requests' numbers follow. Any other response is left as it
+// is, at no cost but the checks.
+func (r *route) wrapResumable(tg *target, n, sent int, resp *http.Response) {
+	at, ok := r.p.resumable(r.req, resp, r.maxRetries)
+	if !ok {
+		return
+	}
+	via := oneOrigin{t: r.t, req: r.req, p: r.p, sent: sent, policyDeadline: r.policyDeadline,
+		to: target{scheme: tg.scheme, host: tg.host, moved: tg.moved, rec: tg.rec, budgeted: tg.budgeted}}
+	resp.Body = newResumeBody(via, n, at, resp)
+}
+
+// send is the slow path: a call from the first attempt on.
 func (r *route) send(now time.Time) (*http.Response, error) {
 	if r.p.deadline > 0 {
 		r.policyDeadline = now.Add(r.p.deadline)
@@ -306,22 +306,78 @@ func (r *route) send(now time.Time) (*http.Response, error) {
 	return resp, err
 }
 
-// start sends the first attempt at now and goes on from its outcome.
-func (c *call) start(now time.Time) (*http.Response, error) {
-	defer c.releaseProbes()
-	if c.body != nil {
-		// Deferred here, not in the loop: a callback that panics in the
-		// first round must leave the caller's body closed too.
-		defer c.body.Finish()
+// apply applies o's verdict, once (see applyTo).
+func (r *route) apply(o *outcome) {
+	if tg, v, ok := o.take(); ok {
+		r.applyTo(tg, v)
 	}
-	first := &c.targets[0]
-	if c.reorder {
-		first = c.firstTarget(now) // only a reordered first may be a probe
+}
+
+// applyTo applies verdict v of an attempt to tg: a failure's Retry-After
+// is noted on the candidate, and the origin is told what v says of it when
+// the request orders its candidates by demotion (see tell). It is the one
+// place verdicts are applied: the loop, a hedged round and the fast path
+// each come here under a guard that releases what a panicking observer
+// would leave.
+func (r *route) applyTo(tg *target, v verdict) {
+	if v.failure {
+		tg.noteRetryAfter(&v.retryAfterAt, r.p.maxRetryAfter)
 	}
-	if b := c.budgetOf(first); c.reorder && b != nil {
-		// Its first attempt is this origin's request (point 18).
-		b.recordAt((*instant)(&now))
+	if r.demoting() {
+		r.tell(tg, &v)
 	}
-	first.tried = true
-	return c.loop(c.round(1, first, c.firstBody()))
+}
+
+// tell tells tg's origin what v says of it: a failure counts toward its
+// demotion (a failed probe demotes it again), an answer resets the count
+// and restores a demoted origin. A 429 is an answer that restores nothing.
+// No verdict: the caller's context ended (unless the probe ran on alone),
+// the policy's Deadline cut the attempt, or RetryIf declined an error. A
+// Retry-After keeps an origin already demoted demoted until then (at most
+// MaxRetryAfter).
+func (r *route) tell(tg *target, v *verdict) {
+	if v.cut || !v.alone && r.req.Context().Err() != nil {
+		return
+	}
+	s := &tg.rec.demotion
+	tooMany := v.status == http.StatusTooManyRequests
+	switch p := tg.probe; {
+	case v.failure && !tooMany:
+		r.failedAt(v.instant(), tg, v.n, v.status, v.err)
+	case v.err != nil:
+	case !p.Claimed() && !s.Active():
+		// The common answer: two atomic loads, and no clock.
+		s.ClearFails()
+	default:
+		tg.probe = demotion.Probe{}
+		if s.Answered(v.instant(), p, tooMany) {
+			r.emit(Event{Kind: EventRestore, Attempt: v.n, Status: v.status}, tg)
+		}
+	}
+	if v.hasRA {
+		s.Hold(v.at, v.ra, r.p.maxRetryAfter)
+	}
+}
+
+// failedAt counts a failure at now of attempt n to tg, given back as
+// status or err, toward its origin's demotion (a failed probe demotes it
+// again), and tells of the demotion it tipped.
+func (r *route) failedAt(now time.Time, tg *target, n, status int, err error) {
+	p := tg.probe
+	tg.probe = demotion.Probe{}
+	if demoted, d := tg.rec.demotion.Failed(now, p, r.p.demote, r.rng); demoted {
+		r.emit(Event{Kind: EventDemote, Attempt: n, Status: status, Err: err, Delay: d}, tg)
+	}
+}
+
+// emit tells the observers of e, which concerns an attempt to tg. An
+// event no observer wants is not completed: its Origin is a string to
+// build.
+func (r *route) emit(e Event, tg *target) {
+	if len(r.t.observers) == 0 || !r.t.observers.want(r.req.Context(), e.Kind) {
+		return
+	}
+	e.Request = r.req
+	e.Origin = tg.origin()
+	r.t.observers.emit(e)
 }

@@ -3,8 +3,6 @@ package httpretry
 import (
 	"net/http"
 	"time"
-
-	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // outcome is what one attempt came back with: a response or an error,
@@ -39,15 +37,6 @@ func (r *retryAfterAt) read(resp *http.Response, now time.Time) {
 	}
 }
 
-// apply applies o's verdict, once (see applyTo).
-func (r *route) apply(o *outcome) {
-	if o.told {
-		return
-	}
-	o.told = true
-	r.applyTo(o.a.tg, o.verdict())
-}
-
 // verdict is what an outcome says of its origin, as applyTo takes it: a
 // value, so that the fast path's answer, which has no attempt of its own,
 // puts none on the heap.
@@ -62,24 +51,19 @@ type verdict struct {
 	retryAfterAt
 }
 
+// take returns o's verdict and the candidate it is about, the first time
+// only: a verdict is applied once (see apply).
+func (o *outcome) take() (*target, verdict, bool) {
+	if o.told {
+		return nil, verdict{}, false
+	}
+	o.told = true
+	return o.a.tg, o.verdict(), true
+}
+
 func (o *outcome) verdict() verdict {
 	return verdict{n: o.a.n, status: status(o.resp), err: o.err, failure: o.failure,
 		cut: o.a.fired.Load() && o.a.byDeadline, retryAfterAt: o.retryAfterAt}
-}
-
-// applyTo applies verdict v of an attempt to tg: a failure's Retry-After
-// is noted on the candidate, and the origin is told what v says of it when
-// the request orders its candidates by demotion (see tell). It is the one
-// place verdicts are applied: the loop, a hedged round and the fast path
-// each come here under a guard that releases what a panicking observer
-// would leave.
-func (r *route) applyTo(tg *target, v verdict) {
-	if v.failure {
-		tg.noteRetryAfter(&v.retryAfterAt, r.p.maxRetryAfter)
-	}
-	if r.demoting() {
-		r.tell(tg, &v)
-	}
 }
 
 // noteRetryAfter remembers what v, read from a failure from tg, asks of
@@ -95,71 +79,10 @@ func (tg *target) noteRetryAfter(v *retryAfterAt, maxRetryAfter time.Duration) {
 	}
 }
 
-// tell tells tg's origin what v says of it: a failure counts toward its
-// demotion (a failed probe demotes it again), an answer resets the count
-// and restores a demoted origin. A 429 is an answer that restores nothing.
-// No verdict: the caller's context ended (unless the probe ran on alone),
-// the policy's Deadline cut the attempt, or RetryIf declined an error. A
-// Retry-After keeps an origin already demoted demoted until then (at most
-// MaxRetryAfter).
-func (r *route) tell(tg *target, v *verdict) {
-	if v.cut || !v.alone && r.req.Context().Err() != nil {
-		return
-	}
-	s := &tg.rec.demotion
-	tooMany := v.status == http.StatusTooManyRequests
-	switch p := tg.probe; {
-	case v.failure && !tooMany:
-		r.failedAt(v.instant(), tg, v.n, v.status, v.err)
-	case v.err != nil:
-	case !p.Claimed() && !s.Active():
-		// The common answer: two atomic loads, and no clock.
-		s.ClearFails()
-	default:
-		tg.probe = demotion.Probe{}
-		if s.Answered(v.instant(), p, tooMany) {
-			r.emit(Event{Kind: EventRestore, Attempt: v.n, Status: v.status}, tg)
-		}
-	}
-	if v.hasRA {
-		s.Hold(v.at, v.ra, r.p.maxRetryAfter)
-	}
-}
+// instant is the instant v was judged at, read now if nothing needed it
+// then.
+func (v *verdict) instant() time.Time { return (*instant)(&v.at).read() }
 
-// failedAt counts a failure at now of attempt n to tg, given back as
-// status or err, toward its origin's demotion (a failed probe demotes it
-// again), and tells of the demotion it tipped.
-func (r *route) failedAt(now time.Time, tg *target, n, status int, err error) {
-	p := tg.probe
-	tg.probe = demotion.Probe{}
-	if demoted, d := tg.rec.demotion.Failed(now, p, r.p.demote, r.rng); demoted {
-		r.emit(Event{Kind: EventDemote, Attempt: n, Status: status, Err: err, Delay: d}, tg)
-	}
-}
-
-// tellOvertaken tells the origin of a, the first attempt of a hedged
-// round, that a copy to another origin answered before a had response
-// headers: a failure. An origin that black-holes its requests, with no
-// PerTryTimeout to cut them, fails no other way, and would never be
-// demoted while every request paid it the hedge delay.
-func (c *call) tellOvertaken(a *attempt, now time.Time) {
-	if !c.demoting() || c.req.Context().Err() != nil {
-		return
-	}
-	c.failedAt(now, a.tg, a.n, 0, errOvertaken)
-}
-
-// releaseProbes gives back the probes this request claimed and never gave
-// a verdict on: it ended first (canceled, past its deadline, won by
-// another candidate).
-func (c *call) releaseProbes() {
-	if !c.demoting() {
-		return
-	}
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.probe.Claimed() {
-			tg.rec.demotion.Release(tg.probe)
-			tg.probe = demotion.Probe{}
-		}
-	}
-}
+// clockFor is the instant resp is judged at when it has a Retry-After to
+// read, or the zero time.
+func clockFor(resp *http.Response) time.Time { return judgedAt(hasRetryAfter(resp)) }
