@@ -70,6 +70,7 @@ type Attempt struct {
 // http.Handler of a Server. It is safe for concurrent use.
 type Origin struct {
 	script Script
+	quiet  bool
 	n      atomic.Int64
 	served atomic.Int64 // body bytes sent
 
@@ -84,6 +85,14 @@ func New(script Script) *Origin {
 		script = Always(Answer{})
 	}
 	return &Origin{script: script}
+}
+
+// Quiet makes o keep no Attempts, only its counts, so that a long run
+// (a load, a soak) does not grow the heap it measures; it returns o.
+// Call it before o serves.
+func (o *Origin) Quiet() *Origin {
+	o.quiet = true
+	return o
 }
 
 // Requests returns how many requests arrived.
@@ -109,6 +118,9 @@ func (o *Origin) begin(r *http.Request) (*Request, Answer) {
 // record keeps what arrived of q, its body read to its end first.
 func (o *Origin) record(q *Request) {
 	body, err := q.ReadBody()
+	if o.quiet {
+		return
+	}
 	a := Attempt{N: q.N, Method: q.Method, URL: q.URL.String(), Header: q.Header.Clone(), Body: body,
 		BodyErr: err, At: time.Now()}
 	o.mu.Lock()
@@ -120,8 +132,15 @@ func (o *Origin) record(q *Request) {
 // r's body, reports a refused dial as a *net.OpError with Op "dial", and
 // tells r's httptrace of the connection.
 func (o *Origin) RoundTrip(r *http.Request) (*http.Response, error) {
-	q, a := o.begin(r)
 	ctx := r.Context()
+	if err := ctx.Err(); err != nil {
+		// http.Transport sends nothing for a request already over.
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	q, a := o.begin(r)
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(r.URL.Host)
