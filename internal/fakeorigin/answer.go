@@ -79,9 +79,10 @@ type Answer struct {
 	Break  Break
 	Cut    int
 	Resume time.Duration
-	// Serve, when set, answers in place of all the above, for what an
-	// Answer cannot say (a hijack, a trailer, a raw header); in memory it
-	// writes to a recorder.
+	// Serve, when set, answers in place of all the above but After and
+	// Fault, for what an Answer cannot say (a hijack, a trailer, a raw
+	// header): it gets the request with its body as the origin read it,
+	// and the connection's own ResponseWriter; in memory, a recorder.
 	Serve http.HandlerFunc
 }
 
@@ -123,9 +124,10 @@ func Response(r *http.Request, status int, h http.Header, body io.ReadCloser, cl
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: body, ContentLength: cl, Request: r}
 }
 
-// render is what a says to r in memory: status, headers and body, before
+// render is what a says to q in memory: status, headers and body, before
 // any break. ServeContent and Serve write into a recorder.
-func (a Answer) render(r *http.Request) (int, http.Header, []byte) {
+func (a Answer) render(q *Request) (int, http.Header, []byte) {
+	r := q.Request
 	if !a.Content && a.Serve == nil {
 		status := a.Status
 		if status == 0 {
@@ -142,7 +144,11 @@ func (a Answer) render(r *http.Request) (int, http.Header, []byte) {
 		rec.header = http.Header{}
 	}
 	if a.Serve != nil {
-		a.Serve(rec, r)
+		// The handler reads the body again, from a copy of the request.
+		body, _ := q.ReadBody()
+		r2 := *r
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		a.Serve(rec, &r2)
 	} else {
 		a.serveContent(rec, r)
 	}

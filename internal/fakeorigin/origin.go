@@ -172,7 +172,7 @@ func (o *Origin) RoundTrip(r *http.Request) (*http.Response, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	status, h, data := a.render(r)
+	status, h, data := a.render(q)
 	b := &Body{Data: data, Cut: -1, ctx: ctx, closed: make(chan struct{})}
 	if a.Break != Whole && a.Cut < len(data) {
 		b.Cut, b.Break = max(a.Cut, 0), a.Break

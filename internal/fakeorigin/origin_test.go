@@ -190,3 +190,22 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestServeReadsTheBodyAgain(t *testing.T) {
+	echo := Answer{Serve: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Echo", "1")
+		w.WriteHeader(http.StatusAccepted)
+		io.Copy(w, r.Body)
+	}}
+	both(t, Always(echo), func(t *testing.T, o *Origin, base http.RoundTripper, url string) {
+		resp, err := get(t, base, url)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+		assert.Equal(t, "1", resp.Header.Get("X-Echo"))
+		assert.Equal(t, "sent", string(b))
+		assert.Equal(t, "sent", string(o.Attempts()[0].Body))
+	})
+}

@@ -1,9 +1,11 @@
 package fakeorigin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -38,13 +40,19 @@ func (o *Origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-ctx.Done()
 		return
 	}
+	if a.Serve != nil {
+		// The origin read the body; the handler reads it again, and has
+		// the connection itself, to hijack.
+		body, _ := q.ReadBody()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		a.Serve(w, r)
+		return
+	}
 	for k, v := range a.Header {
 		w.Header()[k] = v
 	}
 	cw := &cutWriter{ResponseWriter: w, o: o, a: a, ctx: ctx}
 	switch {
-	case a.Serve != nil:
-		a.Serve(cw, r)
 	case a.Content:
 		a.serveContent(cw, r)
 	default:
