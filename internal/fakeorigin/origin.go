@@ -187,6 +187,10 @@ func (o *Origin) RoundTrip(r *http.Request) (*http.Response, error) {
 
 var errClosed = errors.New("fakeorigin: read on closed body")
 
+// ErrStalled is what a Body tells OnBreak of a stall; Read never
+// returns it.
+var ErrStalled = errors.New("fakeorigin: the body stalled")
+
 // Body is a response body of the in-memory origin: Data, or its first
 // Cut bytes and then a Break. It counts its Closes.
 type Body struct {
@@ -196,8 +200,9 @@ type Body struct {
 	// Joined, for a break that fails, returns the error with the last
 	// bytes before the cut, in one Read.
 	Joined bool
-	// OnBreak, when set, is told of the break the first time a Read meets
-	// it, with no lock held.
+	// OnBreak, when set, is told of the break each time a Read meets it,
+	// with no lock of the Body held: the error Read returns, the same
+	// value, or io.ErrUnexpectedEOF for an early EOF, or ErrStalled.
 	OnBreak func(error)
 
 	ctx    context.Context
@@ -219,6 +224,12 @@ func (b *Body) sent() int {
 		return b.Cut
 	}
 	return len(b.Data)
+}
+
+// Whole reports whether the body delivers all of Data and then io.EOF:
+// no cut, or an early EOF that comes at the very end.
+func (b *Body) Whole() bool {
+	return b.Cut < 0 || b.Break == EarlyEOF && b.Cut == len(b.Data)
 }
 
 // Closes returns how many times the body was closed.
@@ -250,14 +261,14 @@ func (b *Body) Read(p []byte) (int, error) {
 	end := b.sent()
 	if b.pos >= end {
 		b.mu.Unlock()
-		if b.Cut < 0 {
+		if b.Whole() {
 			return 0, io.EOF
 		}
 		return 0, b.broken()
 	}
 	n := copy(p, b.Data[b.pos:end])
 	b.pos += n
-	joined := b.pos == end && b.Joined && b.Cut >= 0 && b.Break != Stall
+	joined := b.pos == end && b.Joined && !b.Whole() && b.Break != Stall
 	b.mu.Unlock()
 	if joined {
 		return n, b.broken()
@@ -269,11 +280,14 @@ func (b *Body) Read(p []byte) (int, error) {
 func (b *Body) broken() error {
 	err := b.BreakErr()
 	if b.OnBreak != nil {
-		noted := err
-		if err == io.EOF {
-			noted = io.ErrUnexpectedEOF // before the declared length
+		switch noted := err; noted {
+		case nil:
+			b.OnBreak(ErrStalled)
+		case io.EOF:
+			b.OnBreak(io.ErrUnexpectedEOF) // before the declared length
+		default:
+			b.OnBreak(noted)
 		}
-		b.OnBreak(noted)
 	}
 	if b.Break != Stall {
 		return err
