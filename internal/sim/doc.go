@@ -1,6 +1,7 @@
 // Package sim holds the simulator (issue 20) and nothing else: its tests
 // drive httpretry through its public API alone, against in-memory
-// origins, one seed at a time in virtual time.
+// origins whose bodies and faults are internal/fakeorigin's, one seed at
+// a time in virtual time.
 // It is a package of its own so that it runs beside the root's tests,
 // not inside their binary, and so that the compiler keeps it black-box.
 //

@@ -22,7 +22,10 @@ import (
 // RoundTripper that plays http.Transport's part (it closes every request
 // body it is given, reports a refused dial as a *net.OpError with Op
 // "dial", tells the request's httptrace of the connection) without a
-// socket, so that synctest's virtual clock governs every wait.
+// socket, so that synctest's virtual clock governs every wait. What an
+// attempt meets is drawn here; the bodies, cut or stalled, and the
+// errors of refused dials and resets are internal/fakeorigin's, the one
+// fake upstream of every test.
 
 // behaviour is what one attempt meets at an origin.
 type behaviour uint8
