@@ -37,9 +37,11 @@ soak:
 ## sim: the simulator (issue 20, the package internal/sim) over SEEDS seeds
 ## (100000), from SIMFIRST (1), without -race; a failing seed prints its
 ## trace and the command that replays it. make test runs it too, 1500
-## seeds, as a package of the root module beside the others
+## seeds, as a package of the root module beside the others. The package
+## comes before the -sim flags: go test reads no package after a flag it
+## does not know
 sim:
-	go test -count=1 -timeout 0 -v -run '^TestSimulate$$' -sim.seeds=$(or $(SEEDS),100000) -sim.first=$(or $(SIMFIRST),1) ./internal/sim
+	go test -count=1 -timeout 0 -v ./internal/sim -run '^TestSimulate$$' -sim.seeds=$(or $(SEEDS),100000) -sim.first=$(or $(SIMFIRST),1)
 
 ## examples: build the runnable programs under examples/
 examples:
