@@ -109,7 +109,8 @@ lint:
 demo:
 	go run ./examples/demo
 
-## cover: coverage of the package's tests
+## cover: coverage of the root module's packages by all its tests, the
+## simulator's (internal/sim) included
 cover:
-	go test -count=1 -coverprofile=cover.out .
+	go test -count=1 -coverpkg=./... -coverprofile=cover.out ./...
 	go tool cover -func=cover.out | tail -n 1

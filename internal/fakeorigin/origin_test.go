@@ -209,3 +209,97 @@ func TestServeReadsTheBodyAgain(t *testing.T) {
 		assert.Equal(t, "sent", string(o.Attempts()[0].Body))
 	})
 }
+
+func TestFaultsBeforeAnAnswer(t *testing.T) {
+	for _, f := range []Fault{Refuse, DialHang} {
+		both(t, Always(Answer{Fault: f}), func(t *testing.T, o *Origin, base http.RoundTripper, url string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			_, err := base.RoundTrip(req)
+			require.Error(t, err, "fault %d", f)
+			assert.Equal(t, 1, o.Requests())
+		})
+	}
+}
+
+func TestBodyBreaks(t *testing.T) {
+	data := []byte("0123456789")
+	for _, c := range []struct {
+		name   string
+		brk    Break
+		joined bool
+		want   error  // what the Read at the cut returns
+		noted  error  // what OnBreak hears
+		first  string // what the first Read returns
+	}{
+		{"abort", Abort, false, io.ErrUnexpectedEOF, io.ErrUnexpectedEOF, "0123"},
+		{"reset joined", ResetBody, true, syscall.ECONNRESET, syscall.ECONNRESET, "0123"},
+		{"early EOF", EarlyEOF, false, io.EOF, io.ErrUnexpectedEOF, "0123"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewBody(context.Background(), data)
+			b.Cut, b.Break, b.Joined = 4, c.brk, c.joined
+			var noted []error
+			b.OnBreak = func(err error) { noted = append(noted, err) }
+			p := make([]byte, 100)
+			n, err := b.Read(p)
+			assert.Equal(t, c.first, string(p[:n]))
+			if !c.joined {
+				require.NoError(t, err)
+				n, err = b.Read(p)
+				assert.Zero(t, n)
+			}
+			assert.ErrorIs(t, err, c.want)
+			require.Len(t, noted, 1)
+			assert.ErrorIs(t, noted[0], c.noted)
+			assert.False(t, b.Whole())
+			require.NoError(t, b.Close())
+			_, err = b.Read(p)
+			assert.ErrorIs(t, err, errClosed)
+		})
+	}
+	b := NewBody(context.Background(), data)
+	b.Cut, b.Break = len(data), EarlyEOF
+	assert.True(t, b.Whole(), "an early EOF at the very end is the end")
+	got, err := io.ReadAll(b)
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+}
+
+func TestStalledBodyEndsWhenClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBody(context.Background(), []byte("abc"))
+		b.Cut, b.Break = 1, Stall
+		var noted error
+		b.OnBreak = func(err error) { noted = err }
+		p := make([]byte, 10)
+		n, err := b.Read(p)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		done := make(chan error)
+		go func() {
+			_, err := b.Read(p)
+			done <- err
+		}()
+		synctest.Wait()
+		assert.ErrorIs(t, noted, ErrStalled)
+		b.Close()
+		assert.ErrorIs(t, <-done, errClosed)
+	})
+}
+
+func TestResetBodyOverLoopback(t *testing.T) {
+	data := []byte(strings.Repeat("z", 100_000))
+	o := New(Always(Answer{Body: data, Break: ResetBody, Cut: 70_000}))
+	srv := Serve(t, o)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := tr.RoundTrip(must(http.NewRequest(http.MethodGet, srv.URL, nil)))
+	require.NoError(t, err)
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Error(t, err)
+	assert.LessOrEqual(t, len(got), 70_000)
+	assert.Equal(t, int64(70_000), o.Served())
+}
