@@ -109,8 +109,10 @@ lint:
 demo:
 	go run ./examples/demo
 
-## cover: coverage of the root module's packages by all its tests, the
-## simulator's (internal/sim) included
+## cover: coverage of the package and its internal leaves by every test
+## of the module, the simulator's (internal/sim) included; the test
+## support (internal/fakeorigin, internal/sim) is not counted
 cover:
-	go test -count=1 -coverpkg=./... -coverprofile=cover.out ./...
+	go test -count=1 -coverpkg=$$(go list . ./internal/... | grep -v -e /internal/fakeorigin -e /internal/sim | paste -sd, -) \
+		-coverprofile=cover.out . ./internal/...
 	go tool cover -func=cover.out | tail -n 1
