@@ -34,10 +34,14 @@ race: test
 soak:
 	cd chaos && go test -race -count=1 -timeout 20m -v ./...
 
-## sim: the simulator (issue 20) over SEEDS seeds (100000), from SIMFIRST (1), without -race;
-## a failing seed prints its trace and the command that replays it
+## sim: the simulator (issue 20, the package internal/sim) over SEEDS seeds
+## (100000), from SIMFIRST (1), without -race; a failing seed prints its
+## trace and the command that replays it. make test runs it too, 1500
+## seeds, as a package of the root module beside the others. The package
+## comes before the -sim flags: go test reads no package after a flag it
+## does not know
 sim:
-	go test -count=1 -timeout 0 -v -run '^TestSimulate$$' -sim.seeds=$(or $(SEEDS),100000) -sim.first=$(or $(SIMFIRST),1) .
+	go test -count=1 -timeout 0 -v ./internal/sim -run '^TestSimulate$$' -sim.seeds=$(or $(SEEDS),100000) -sim.first=$(or $(SIMFIRST),1)
 
 ## examples: build the runnable programs under examples/
 examples:
@@ -105,7 +109,10 @@ lint:
 demo:
 	go run ./examples/demo
 
-## cover: coverage of the package's tests
+## cover: coverage of the package and its internal leaves by every test
+## of the module, the simulator's (internal/sim) included; the test
+## support (internal/fakeorigin, internal/sim) is not counted
 cover:
-	go test -count=1 -coverprofile=cover.out .
+	go test -count=1 -coverpkg=$$(go list . ./internal/... | grep -v -e /internal/fakeorigin -e /internal/sim | paste -sd, -) \
+		-coverprofile=cover.out . ./internal/...
 	go tool cover -func=cover.out | tail -n 1

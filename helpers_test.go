@@ -4,22 +4,21 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
-// upstream is a loopback server that answers each request with the next
-// step of a script and records what it received.
+// upstream is a loopback server (internal/fakeorigin) that answers each
+// request with the next step of a script and records what it received.
 type upstream struct {
-	*httptest.Server
+	*fakeorigin.Server
+	origin *fakeorigin.Origin
+	// calls numbers the requests for the step; a test may reset it.
 	calls atomic.Int64
-
-	mu     sync.Mutex
-	bodies [][]byte
-	keys   []string
 }
 
 // step answers the n-th request (1-based); it may hijack the connection.
@@ -28,28 +27,30 @@ type step func(w http.ResponseWriter, r *http.Request, n int)
 func newUpstream(t *testing.T, s step, configure ...func(*http.Server)) *upstream {
 	t.Helper()
 	u := &upstream{}
-	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+	u.origin = fakeorigin.New(func(*fakeorigin.Request) fakeorigin.Answer {
 		n := int(u.calls.Add(1))
-		u.mu.Lock()
-		u.bodies = append(u.bodies, body)
-		u.keys = append(u.keys, r.Header.Get("Idempotency-Key"))
-		u.mu.Unlock()
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s(w, r, n)
-	}))
-	for _, c := range configure {
-		c(u.Config)
-	}
-	u.Start()
-	t.Cleanup(u.Close)
+		return fakeorigin.Answer{Serve: func(w http.ResponseWriter, r *http.Request) { s(w, r, n) }}
+	})
+	u.Server = fakeorigin.Serve(t, u.origin, configure...)
 	return u
 }
 
+// received returns the request bodies, in the order they arrived.
 func (u *upstream) received() [][]byte {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([][]byte(nil), u.bodies...)
+	var bodies [][]byte
+	for _, a := range u.origin.Attempts() {
+		bodies = append(bodies, a.Body)
+	}
+	return bodies
+}
+
+// keys returns the requests' Idempotency-Keys, in the order they arrived.
+func (u *upstream) keys() []string {
+	var keys []string
+	for _, a := range u.origin.Attempts() {
+		keys = append(keys, a.Header.Get("Idempotency-Key"))
+	}
+	return keys
 }
 
 // failFirst answers 503 to the first k requests and 200 "ok" after.

@@ -156,9 +156,7 @@ func TestAutoIdempotencyKeySharedByAttemptsAndCallerUntouched(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.EqualValues(t, 3, up.calls.Load())
-	up.mu.Lock()
-	keys := up.keys
-	up.mu.Unlock()
+	keys := up.keys()
 	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, keys[0])
 	assert.Equal(t, []string{keys[0], keys[0], keys[0]}, keys)
 	assert.Equal(t, http.Header{"Content-Type": {"text/plain"}}, req.Header, "the caller's header is not modified")

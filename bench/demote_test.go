@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/httpretry/httpretry"
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // inProcessOrigins are the three origins served in the caller's
@@ -28,36 +28,21 @@ var inProcessURLs = []string{"http://primary.invalid", "http://second.invalid", 
 func newInProcessOrigins() inProcessOrigins {
 	origins := inProcessOrigins{}
 	for _, u := range inProcessURLs {
-		origins[u[len("http://"):]] = &demoteOrigin{}
+		o := &demoteOrigin{}
+		o.memory = fakeorigin.New(o.answer).Quiet()
+		origins[u[len("http://"):]] = o
 	}
 	return origins
 }
 
 func (origins inProcessOrigins) RoundTrip(r *http.Request) (*http.Response, error) {
-	o := origins[r.URL.Host]
-	if DemoteFault(o.fault.Load()) == FaultRefuse {
-		return nil, &errRefused{}
-	}
-	rec := httptest.NewRecorder()
-	o.serve(rec, r)
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	resp := rec.Result()
-	resp.Request = r
-	return resp, nil
+	return origins[r.URL.Host].memory.RoundTrip(r)
 }
 
 func (origins inProcessOrigins) setFault(i int, f DemoteFault) error {
 	origins[inProcessURLs[i][len("http://"):]].fault.Store(int32(f))
 	return nil
 }
-
-// errRefused is what a dial to a port nobody listens on returns.
-type errRefused struct{}
-
-func (*errRefused) Error() string { return "dial tcp: connect: connection refused" }
-func (*errRefused) Unwrap() error { return syscall.ECONNREFUSED }
 
 // runDemoteInBubble runs cfg as RunDemote does, but in a synctest bubble
 // over origins served in process: requests start, the outage begins and

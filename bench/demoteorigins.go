@@ -6,28 +6,30 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // demoteOrigin is the behaviour of one origin of the demotion scenario: a
 // short 200 while healthy, a 503 or a request never answered as its fault
-// says. Refusing connections is up to whoever serves it. It is safe for
-// concurrent use.
+// says. Over loopback, refusing connections is up to whoever serves it;
+// in memory, its Origin refuses the dial. It is safe for concurrent use.
 type demoteOrigin struct {
-	fault atomic.Int32 // a DemoteFault
+	fault  atomic.Int32       // a DemoteFault
+	memory *fakeorigin.Origin // in process, for synctest; nil over loopback
 }
 
-func (o *demoteOrigin) serve(w http.ResponseWriter, r *http.Request) {
+func (o *demoteOrigin) answer(*fakeorigin.Request) fakeorigin.Answer {
 	switch DemoteFault(o.fault.Load()) {
 	case FaultUnavailable:
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("unavailable\n"))
+		return unavailable
+	case FaultRefuse:
+		return fakeorigin.Answer{Fault: fakeorigin.Refuse}
 	case FaultBlackHole:
 		// Accepted and never answered: the client gives up on it.
-		<-r.Context().Done()
-	default:
-		okHandler(w, r)
+		return fakeorigin.Answer{Fault: fakeorigin.BlackHole}
 	}
+	return okAnswer
 }
 
 // loopbackOrigin serves a demoteOrigin on a fixed loopback address, and
@@ -47,7 +49,7 @@ func (o *loopbackOrigin) listen() error {
 		return fmt.Errorf("bench: listen on %s: %w", o.addr, err)
 	}
 	o.addr = l.Addr().String()
-	o.srv = &http.Server{Handler: http.HandlerFunc(o.serve)}
+	o.srv = &http.Server{Handler: fakeorigin.New(o.answer).Quiet()}
 	go o.srv.Serve(l)
 	return nil
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,7 +30,7 @@ func runFleetInBubble(t *testing.T, lib FleetLibrary, cfg FleetConfig) FleetResu
 	synctest.Test(t, func(t *testing.T) {
 		up := newFleetUpstream(cfg)
 		up.URL = "http://upstream.invalid"
-		r = runFleet(lib, cfg, up, func() fleetBase { return inProcessBase{http.HandlerFunc(up.serve)} })
+		r = runFleet(lib, cfg, up, func() fleetBase { return inProcessBase{up.origin} })
 	})
 	return r
 }

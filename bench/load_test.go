@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -28,7 +27,7 @@ func runLoadInBubble(t *testing.T, l Library, cfg LoadConfig) LoadResult {
 	synctest.Test(t, func(t *testing.T) {
 		up := newUpstream(cfg.Clients*cfg.PerClient, cfg.DownFor)
 		up.URL = "http://upstream.invalid"
-		r = runLoad(l, cfg, up, inProcessBase{http.HandlerFunc(up.serve)})
+		r = runLoad(l, cfg, up, inProcessBase{up.origin})
 	})
 	return r
 }

@@ -1,40 +1,29 @@
 package bench
 
 import (
-	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"testing"
+
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // StartLoopback starts h on 127.0.0.1 and on no other address: every server
 // in this module is reached over loopback only. The caller closes it.
-func StartLoopback(h http.Handler) (*httptest.Server, error) {
-	return startLoopback(&http.Server{Handler: h})
+func StartLoopback(h http.Handler) (*fakeorigin.Server, error) {
+	return fakeorigin.Start(h)
 }
 
-// startLoopback is StartLoopback for a server configured by the caller,
-// for instance with a ConnState hook.
-func startLoopback(cfg *http.Server) (*httptest.Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("bench: listen on loopback: %w", err)
-	}
-	s := &httptest.Server{Listener: l, Config: cfg}
-	s.Start()
-	return s, nil
-}
-
-// okHandler answers every request with a short 200, as a healthy upstream.
-func okHandler(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain")
-	_, _ = w.Write([]byte("ok\n"))
-}
+// Answers of this module's upstreams: a short 200, as a healthy upstream
+// gives, and a short 503.
+var (
+	okAnswer    = fakeorigin.Answer{Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("ok\n")}
+	unavailable = fakeorigin.Answer{Status: http.StatusServiceUnavailable,
+		Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("unavailable\n")}
+)
 
 // NewOKServer starts a loopback server that answers 200 "ok" to everything.
-func NewOKServer() (*httptest.Server, error) {
-	return StartLoopback(http.HandlerFunc(okHandler))
+func NewOKServer() (*fakeorigin.Server, error) {
+	return StartLoopback(fakeorigin.New(fakeorigin.Always(okAnswer)).Quiet())
 }
 
 // LoopbackGET returns a benchmark of sequential GETs to url through an

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -10,10 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/httpretry/httpretry"
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // The resume scenario (DESIGN point 21): GETs of one large object served
@@ -92,80 +90,39 @@ func ResumeClients(idle time.Duration) []ResumeClient {
 
 // resumeOrigin serves the object and applies each GET's fault.
 type resumeOrigin struct {
-	cfg      ResumeConfig
-	data     []byte
-	served   atomic.Int64
-	requests atomic.Int64
-	mu       sync.Mutex
-	seen     map[string]bool
+	cfg  ResumeConfig
+	data []byte
+	mu   sync.Mutex
+	seen map[string]bool
 }
 
 // hdrGET carries the GET's number, copied into its resumes and restarts.
 const hdrGET = "X-Bench-Get"
 
-func (o *resumeOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o.requests.Add(1)
-	id := r.Header.Get(hdrGET)
+// answer serves the object, its first response to a GET cut or stalled
+// as the GET's draw says.
+func (o *resumeOrigin) answer(q *fakeorigin.Request) fakeorigin.Answer {
+	a := fakeorigin.Answer{Header: http.Header{"Etag": {`"bench-1"`}}, Body: o.data, Content: true}
+	id := q.Header.Get(hdrGET)
 	o.mu.Lock()
 	first := !o.seen[id]
 	o.seen[id] = true
 	o.mu.Unlock()
-	fw := &faultWriter{ResponseWriter: w, o: o, at: -1, ctx: r.Context()}
-	if first {
-		n, _ := strconv.Atoi(id)
-		rng := rand.New(rand.NewPCG(o.cfg.Seed, uint64(n)))
-		roll, at := rng.Float64(), rng.Int64N(int64(len(o.data)))
-		switch {
-		case roll < o.cfg.Cut:
-			fw.at = at
-		case roll < o.cfg.Cut+o.cfg.StallShare:
-			fw.at, fw.stall = at, o.cfg.Stall
-		}
+	if !first {
+		return a
 	}
-	w.Header().Set("Etag", `"bench-1"`)
-	http.ServeContent(fw, r, "", time.Time{}, bytes.NewReader(o.data))
-}
-
-// faultWriter cuts or stalls a body at byte at (-1: never).
-type faultWriter struct {
-	http.ResponseWriter
-	o       *resumeOrigin
-	at      int64
-	stall   time.Duration
-	ctx     context.Context
-	written int64
-}
-
-func (w *faultWriter) Write(p []byte) (int, error) {
-	if w.at >= 0 && w.written+int64(len(p)) > w.at {
-		k := w.at - w.written
-		n, err := w.ResponseWriter.Write(p[:k])
-		w.written += int64(n)
-		w.o.served.Add(int64(n))
-		if err != nil {
-			return n, err
-		}
-		w.ResponseWriter.(http.Flusher).Flush()
-		if w.stall == 0 {
-			panic(http.ErrAbortHandler)
-		}
-		t := time.NewTimer(w.stall)
-		select {
-		case <-t.C:
-		case <-w.ctx.Done():
-			t.Stop()
-			panic(http.ErrAbortHandler)
-		}
-		w.at = -1
-		m, err := w.ResponseWriter.Write(p[k:])
-		w.written += int64(m)
-		w.o.served.Add(int64(m))
-		return n + m, err
+	n, _ := strconv.Atoi(id)
+	rng := rand.New(rand.NewPCG(o.cfg.Seed, uint64(n)))
+	roll, at := rng.Float64(), int(rng.Int64N(int64(len(o.data))))
+	switch {
+	case roll < o.cfg.Cut:
+		a.Break, a.Cut = fakeorigin.Abort, at
+	case roll < o.cfg.Cut+o.cfg.StallShare && o.cfg.Stall > 0:
+		a.Break, a.Cut, a.Resume = fakeorigin.Stall, at, o.cfg.Stall
+	case roll < o.cfg.Cut+o.cfg.StallShare:
+		a.Break, a.Cut = fakeorigin.Abort, at // a stall of no time is a cut
 	}
-	n, err := w.ResponseWriter.Write(p)
-	w.written += int64(n)
-	w.o.served.Add(int64(n))
-	return n, err
+	return a
 }
 
 // RunResume downloads cfg.GETs times with client and reports what came of
@@ -177,7 +134,8 @@ func RunResume(cfg ResumeConfig, client ResumeClient) (ResumeResult, error) {
 		data[i] = byte(r.Uint32())
 	}
 	want := sha256.Sum256(data)
-	o := &resumeOrigin{cfg: cfg, data: data, seen: map[string]bool{}}
+	ro := &resumeOrigin{cfg: cfg, data: data, seen: map[string]bool{}}
+	o := fakeorigin.New(ro.answer).Quiet()
 	srv, err := StartLoopback(o)
 	if err != nil {
 		return ResumeResult{}, err
@@ -218,7 +176,7 @@ func RunResume(cfg ResumeConfig, client ResumeClient) (ResumeResult, error) {
 	// after its client read the last byte: Close waits for every handler.
 	base.CloseIdleConnections()
 	srv.Close()
-	res.Served, res.Requests = o.served.Load(), o.requests.Load()
+	res.Served, res.Requests = o.Served(), int64(o.Requests())
 	return res, nil
 }
 

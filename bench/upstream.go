@@ -1,12 +1,11 @@
 package bench
 
 import (
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // RequestIDHeader carries the client request's number, so that an upstream
@@ -22,15 +21,14 @@ type Upstream struct {
 	// URL is the server's base URL, on 127.0.0.1.
 	URL string
 
-	srv     *httptest.Server
+	origin  *fakeorigin.Origin
+	srv     *fakeorigin.Server
 	downFor time.Duration
 	// failRate, when positive, fails attempt n of request id with 503
 	// when Blip(seed, id, n, failRate) says so, outage or not.
 	failRate float64
 	seed     uint64
 	start    atomic.Pointer[time.Time]
-	total    atomic.Int64
-	conns    atomic.Int64
 	perID    []atomic.Int32
 }
 
@@ -43,7 +41,13 @@ func NewUpstream(ids int, downFor time.Duration) (*Upstream, error) {
 
 // newUpstream is NewUpstream not yet served.
 func newUpstream(ids int, downFor time.Duration) *Upstream {
-	return &Upstream{downFor: downFor, perID: make([]atomic.Int32, ids)}
+	return withOrigin(&Upstream{downFor: downFor, perID: make([]atomic.Int32, ids)})
+}
+
+// withOrigin gives u the Origin that answers for it, in memory or served.
+func withOrigin(u *Upstream) *Upstream {
+	u.origin = fakeorigin.New(u.answer).Quiet()
+	return u
 }
 
 // NewFlakyUpstream starts an Upstream that is never down but answers 503
@@ -55,7 +59,7 @@ func NewFlakyUpstream(ids int, rate float64, seed uint64) (*Upstream, error) {
 
 // newFlakyUpstream is NewFlakyUpstream not yet served.
 func newFlakyUpstream(ids int, rate float64, seed uint64) *Upstream {
-	u := &Upstream{perID: make([]atomic.Int32, ids), failRate: rate, seed: seed}
+	u := withOrigin(&Upstream{perID: make([]atomic.Int32, ids), failRate: rate, seed: seed})
 	u.Begin(time.Now()) // an outage of 0 from now: up from the start
 	return u
 }
@@ -63,14 +67,7 @@ func newFlakyUpstream(ids int, rate float64, seed uint64) *Upstream {
 // startUpstream serves u on loopback; u is complete before its handler
 // can run.
 func startUpstream(u *Upstream) (*Upstream, error) {
-	srv, err := startLoopback(&http.Server{
-		Handler: http.HandlerFunc(u.serve),
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				u.conns.Add(1)
-			}
-		},
-	})
+	srv, err := fakeorigin.Start(u.origin)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +94,16 @@ func Blip(seed uint64, id, n int, rate float64) bool {
 func (u *Upstream) Begin(now time.Time) { u.start.Store(&now) }
 
 // Requests returns how many requests arrived, attributed or not.
-func (u *Upstream) Requests() int64 { return u.total.Load() }
+func (u *Upstream) Requests() int64 { return int64(u.origin.Requests()) }
 
 // Connections returns how many connections clients opened.
-func (u *Upstream) Connections() int64 { return u.conns.Load() }
+// Served in process, it has none.
+func (u *Upstream) Connections() int64 {
+	if u.srv == nil {
+		return 0
+	}
+	return u.srv.Conns()
+}
 
 // RequestsFor returns how many attempts of request id arrived.
 func (u *Upstream) RequestsFor(id int) int {
@@ -113,20 +116,16 @@ func (u *Upstream) RequestsFor(id int) int {
 // Close shuts the server down and closes its connections.
 func (u *Upstream) Close() { u.srv.Close() }
 
-func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
-	u.total.Add(1)
+func (u *Upstream) answer(q *fakeorigin.Request) fakeorigin.Answer {
 	blip := false
-	if id, err := strconv.Atoi(r.Header.Get(RequestIDHeader)); err == nil && id >= 0 && id < len(u.perID) {
+	if id, err := strconv.Atoi(q.Header.Get(RequestIDHeader)); err == nil && id >= 0 && id < len(u.perID) {
 		n := u.perID[id].Add(1)
 		blip = u.failRate > 0 && Blip(u.seed, id, int(n), u.failRate)
 	}
-	w.Header().Set("Content-Type", "text/plain")
 	if blip || u.down(time.Now()) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("unavailable\n"))
-		return
+		return unavailable
 	}
-	_, _ = w.Write([]byte("ok\n"))
+	return okAnswer
 }
 
 func (u *Upstream) down(now time.Time) bool {

@@ -59,7 +59,7 @@ func TestBudgetBoundsUpstreamCalls(t *testing.T) {
 					// Let the whole window, and one bucket more, pass.
 					time.Sleep(tc.budget.Window + tc.budget.Window/5)
 				}
-				before := up.calls.Load()
+				before := up.calls()
 				jobs := make(chan int)
 				var wg sync.WaitGroup
 				for w := 0; w < 8; w++ {
@@ -80,7 +80,7 @@ func TestBudgetBoundsUpstreamCalls(t *testing.T) {
 				}
 				close(jobs)
 				wg.Wait()
-				calls := int(up.calls.Load() - before)
+				calls := int(up.calls() - before)
 				t.Logf("burst %d: %d requests, %d upstream calls, limit %d", b+1, n, calls, budgetLimit(n, tc.budget))
 				assert.LessOrEqual(t, calls, budgetLimit(n, tc.budget), "upstream calls beyond the budget")
 				if b == 0 {

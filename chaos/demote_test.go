@@ -212,7 +212,7 @@ func (r *demoteRig) checkInvariants() {
 		2*time.Second, 10*time.Millisecond, "request bodies never closed: %v", r.tally.unclosedBodies())
 	assert.Eventually(t, func() bool {
 		for _, u := range ups {
-			if u.open.Load() != 0 {
+			if u.srv.Open() != 0 {
 				return false
 			}
 		}

@@ -213,8 +213,8 @@ func (r *fallbackRig) checkFallbackInvariants() fallbackFigures {
 			assert.LessOrEqual(t, connected, 1, "%s: an unkeyed POST connected to two origins", c.id)
 		}
 	}
-	f.primaryCalls = int(r.primary.calls.Load())
-	f.standbyCalls = int(r.standby.calls.Load())
+	f.primaryCalls = int(r.primary.calls())
+	f.standbyCalls = int(r.standby.calls())
 	r.standby.mu.Unlock()
 	r.primary.mu.Unlock()
 	r.base.mu.Unlock()
@@ -225,8 +225,8 @@ func (r *fallbackRig) checkFallbackInvariants() fallbackFigures {
 	r.rt.CloseIdleConnections()
 	assert.Eventually(t, func() bool { return len(r.tally.unclosedBodies()) == 0 },
 		2*time.Second, 10*time.Millisecond, "request bodies never closed: %v", r.tally.unclosedBodies())
-	assert.Eventually(t, func() bool { return r.primary.open.Load() == 0 && r.standby.open.Load() == 0 },
-		5*time.Second, 10*time.Millisecond, "connections still open: primary %d, standby %d", r.primary.open.Load(), r.standby.open.Load())
+	assert.Eventually(t, func() bool { return r.primary.srv.Open() == 0 && r.standby.srv.Open() == 0 },
+		5*time.Second, 10*time.Millisecond, "connections still open: primary %d, standby %d", r.primary.srv.Open(), r.standby.srv.Open())
 	return f
 }
 

@@ -113,15 +113,15 @@ func (r *rig) checkInvariants() {
 	r.rt.CloseIdleConnections()
 	assert.Eventually(t, func() bool { return len(r.tally.unclosedBodies()) == 0 },
 		2*time.Second, 10*time.Millisecond, "request bodies never closed: %v", r.tally.unclosedBodies())
-	assert.Eventually(t, func() bool { return r.up.open.Load() == 0 },
-		5*time.Second, 10*time.Millisecond, "upstream connections still open after CloseIdleConnections: %d", r.up.open.Load())
+	assert.Eventually(t, func() bool { return r.up.srv.Open() == 0 },
+		5*time.Second, 10*time.Millisecond, "upstream connections still open after CloseIdleConnections: %d", r.up.srv.Open())
 }
 
 // summary is the one line a scenario logs for RELIABILITY.md.
 func (r *rig) summary(name string) string {
 	ok, rtErr, status, readErr := r.tally.counts()
 	return fmt.Sprintf("%s: requests=%d ok=%d rt-errors=%d non-200=%d body-read-errors=%d attempts=%d upstream-calls=%d cut-bodies=%d slowest=%s",
-		name, len(r.tally.calls), ok, rtErr, status, readErr, r.base.calls.Load(), r.up.calls.Load(), r.up.cutBodies.Load(), r.tally.slowest().Round(time.Millisecond))
+		name, len(r.tally.calls), ok, rtErr, status, readErr, r.base.calls.Load(), r.up.calls(), r.up.cutBodies.Load(), r.tally.slowest().Round(time.Millisecond))
 }
 
 // requireAllOK fails unless every call came back whole.

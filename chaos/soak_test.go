@@ -159,7 +159,7 @@ func TestSoak(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	rt.CloseIdleConnections()
-	assert.Eventually(t, func() bool { return up.open.Load() == 0 }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return up.srv.Open() == 0 }, 5*time.Second, 10*time.Millisecond)
 	heapStart := heapInUse()
 	// Reset the outcome counters but not the timeline: the budget still
 	// counts the warm-up's requests in its window, so must the check.
@@ -170,7 +170,7 @@ func TestSoak(t *testing.T) {
 	for i := range st.lat {
 		st.lat[i].Store(0)
 	}
-	callsBefore, attemptsBefore, unkeyedBefore := up.calls.Load(), base.calls.Load(), unkeyedSent.Load()
+	callsBefore, attemptsBefore, unkeyedBefore := up.calls(), base.calls.Load(), unkeyedSent.Load()
 
 	stop.Store(false)
 	start := time.Now()
@@ -202,11 +202,11 @@ func TestSoak(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	rt.CloseIdleConnections()
-	assert.Eventually(t, func() bool { return up.open.Load() == 0 }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return up.srv.Open() == 0 }, 5*time.Second, 10*time.Millisecond)
 	heapEnd := heapInUse()
 
 	requests := st.ok.Load() + st.rtErr.Load() + st.non200.Load() + st.readErr.Load() + st.violations.Load()
-	calls := up.calls.Load() - callsBefore
+	calls := up.calls() - callsBefore
 	attempts := base.calls.Load() - attemptsBefore
 	t.Logf("soak %s, %d workers: requests=%d ok=%d rt-errors=%d non-200=%d body-read-errors=%d",
 		elapsed.Round(time.Millisecond), workers, requests, st.ok.Load(), st.rtErr.Load(), st.non200.Load(), st.readErr.Load())

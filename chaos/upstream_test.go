@@ -1,19 +1,17 @@
 package chaos
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // Headers the test client and the upstream use to check one another.
@@ -46,11 +44,9 @@ func bodySum(b []byte) string {
 // open connections, calls per logical request, and complete request bodies
 // that differ from the original (which must never happen).
 type upstream struct {
-	srv *httptest.Server
+	origin *fakeorigin.Origin // calls: its Requests
+	srv    *fakeorigin.Server // connections: its Conns and Open
 
-	calls     atomic.Int64 // requests that reached the handler
-	open      atomic.Int64 // connections open right now
-	conns     atomic.Int64 // connections ever accepted
 	badBodies atomic.Int64 // complete bodies whose digest differs
 	cutBodies atomic.Int64 // bodies that ended early (a network fault)
 	failPct   atomic.Int32 // share of calls answered 503, in percent
@@ -70,63 +66,55 @@ type upstream struct {
 func newUpstream(t testing.TB) *upstream {
 	t.Helper()
 	u := &upstream{perID: map[string]int{}, kinds: map[string]string{}}
-	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
-	u.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		switch s {
-		case http.StateNew:
-			u.open.Add(1)
-			u.conns.Add(1)
-		case http.StateClosed, http.StateHijacked:
-			u.open.Add(-1)
-		}
-	}
-	u.srv.Start()
-	t.Cleanup(u.srv.Close)
+	u.origin = fakeorigin.New(u.answer).Quiet()
+	u.srv = fakeorigin.Serve(t, u.origin)
 	return u
 }
 
 // addr is the upstream's host:port.
 func (u *upstream) addr() string { return u.srv.Listener.Addr().String() }
 
-func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
-	u.calls.Add(1)
-	if id := r.Header.Get(hdrID); id != "" {
+// calls returns how many requests reached the upstream.
+func (u *upstream) calls() int64 { return int64(u.origin.Requests()) }
+
+func (u *upstream) answer(q *fakeorigin.Request) fakeorigin.Answer {
+	if id := q.Header.Get(hdrID); id != "" {
 		u.mu.Lock()
 		u.perID[id]++
-		u.kinds[id] = r.Header.Get(hdrKind)
+		u.kinds[id] = q.Header.Get(hdrKind)
 		u.mu.Unlock()
 	}
-	if seq, err := strconv.Atoi(r.Header.Get(hdrSeq)); err == nil && seq >= 0 && seq < len(u.seqCalls) {
+	if seq, err := strconv.Atoi(q.Header.Get(hdrSeq)); err == nil && seq >= 0 && seq < len(u.seqCalls) {
 		u.seqCalls[seq].Add(1)
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := q.ReadBody()
 	if err != nil {
 		// The request was cut by the network: not a wrong body, a lost one.
 		u.cutBodies.Add(1)
-		return
+		return fakeorigin.Answer{}
 	}
-	if want := r.Header.Get(hdrBodySum); want != "" && bodySum(body) != want {
+	if want := q.Header.Get(hdrBodySum); want != "" && bodySum(body) != want {
 		u.badBodies.Add(1)
-		http.Error(w, "body differs from the original", http.StatusBadRequest)
-		return
+		return textAnswer(http.StatusBadRequest, "body differs from the original")
 	}
-	if d := time.Duration(u.delay.Load()); d > 0 {
-		time.Sleep(d)
-	}
+	delay := time.Duration(u.delay.Load())
 	if p := u.resetPct.Load(); p > 0 && rand.Int32N(100) < p {
-		resetConn(w)
-		return
+		return fakeorigin.Answer{After: delay, Fault: fakeorigin.Reset}
 	}
 	if p := u.failPct.Load(); p > 0 && rand.Int32N(100) < p {
-		w.Header().Set("Retry-After", "0")
-		http.Error(w, "overloaded", http.StatusServiceUnavailable)
-		return
+		a := textAnswer(http.StatusServiceUnavailable, "overloaded").RetryAfter("0")
+		a.After = delay
+		return a
 	}
-	n, _ := strconv.Atoi(r.Header.Get(hdrRespSize))
+	n, _ := strconv.Atoi(q.Header.Get(hdrRespSize))
 	n = min(max(n, 0), len(payload))
-	w.Header().Set("Content-Length", strconv.Itoa(n))
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.Copy(w, bytes.NewReader(payload[:n]))
+	return fakeorigin.Answer{After: delay, Header: http.Header{"Content-Length": {strconv.Itoa(n)}}, Body: payload[:n]}
+}
+
+// textAnswer is what http.Error sends.
+func textAnswer(code int, msg string) fakeorigin.Answer {
+	return fakeorigin.Answer{Status: code, Body: []byte(msg + "\n"), Header: http.Header{
+		"Content-Type": {"text/plain; charset=utf-8"}, "X-Content-Type-Options": {"nosniff"}}}
 }
 
 // maxCallsFor returns the largest number of calls any request of kind saw.
@@ -140,17 +128,4 @@ func (u *upstream) maxCallsFor(kind string) int {
 		}
 	}
 	return most
-}
-
-// resetConn drops the connection under a handler with a TCP RST, as a
-// crashing upstream would.
-func resetConn(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	conn.Close()
 }

@@ -1,11 +1,10 @@
-package httpretry_test
+package sim_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/httpretry/httpretry"
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // The invariants. Each is exact where the contract is, and elsewhere a
@@ -411,7 +411,7 @@ func (run *simRun) checkEvents(sr *simReq) {
 // keepable reports whether a's response is one the loop keeps in memory
 // when it lets go of it (at most 4 KiB, whole).
 func keepable(a *simAttempt) bool {
-	return a.resp != nil && len(a.resp.data) <= 4<<10 && a.resp.cutAt < 0
+	return a.resp != nil && len(a.resp.Data) <= 4<<10 && a.resp.Cut < 0
 }
 
 // checkAnswerKept: a request that ends on an error returns instead the
@@ -441,7 +441,7 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 	for _, a := range sr.attempts {
 		if keepable(a) && !sr.possiblyCut(a) {
 			run.violate(sr, "answer-beats-error", "attempt %d got %d (%d bytes), RoundTrip returned %v",
-				a.n, a.status, len(a.resp.data), sr.err)
+				a.n, a.status, len(a.resp.Data), sr.err)
 			return
 		}
 	}
@@ -456,12 +456,12 @@ func (run *simRun) checkEnd() {
 	for _, b := range run.bodies {
 		sr := b.att.req
 		switch {
-		case b.closes == 0:
+		case b.Closes() == 0:
 			run.violate(sr, "response-closed", "the %d response of attempt %d (body %d) was never closed",
 				b.att.status, b.att.n, b.id)
-		case b.closes > 1:
+		case b.Closes() > 1:
 			run.violate(sr, "response-closed", "the %d response of attempt %d (body %d, %d bytes) was closed %d times",
-				b.att.status, b.att.n, b.id, len(b.data), b.closes)
+				b.att.status, b.att.n, b.id, len(b.Data), b.Closes())
 		}
 	}
 	for _, sr := range run.reqs {
@@ -499,15 +499,15 @@ func (run *simRun) checkEnd() {
 // checkPlainBody: a body that is not resumed is what the origin sent, or
 // a prefix of it that ends where the body broke.
 func (run *simRun) checkPlainBody(sr *simReq, b *simBody) {
-	whole := b.data
-	if b.cutAt >= 0 {
-		whole = b.data[:b.cutAt]
+	whole := b.Data
+	if b.Cut >= 0 {
+		whole = b.Data[:b.Cut]
 	}
-	cut := b.cutAt >= 0 && !(b.cutErr == io.EOF || b.cutAt == len(b.data) && b.stall)
+	cut := b.Cut >= 0 && !(b.Break == fakeorigin.EarlyEOF || b.Cut == len(b.Data) && b.Break == fakeorigin.Stall)
 	if !bytes.HasPrefix(whole, sr.respData) || sr.readEOF && len(sr.respData) != len(whole) ||
 		sr.readEOF && cut && sr.bodyPanic == nil {
 		run.violate(sr, "response-body", "the caller read %d bytes (EOF %v, %v) of body %d: %d bytes, cut at %d",
-			len(sr.respData), sr.readEOF, sr.respErr, b.id, len(b.data), b.cutAt)
+			len(sr.respData), sr.readEOF, sr.respErr, b.id, len(b.Data), b.Cut)
 	}
 }
 
@@ -615,14 +615,14 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 		changed = last.changed && !sr.possiblyCut(last)
 	}
 	// The first body sent bytes past its end, and no resume replaced it.
-	pastEnd := len(sr.resumeAtts) == 0 && len(b.data) > len(want) && (b.cutAt < 0 || b.cutAt > len(want))
+	pastEnd := len(sr.resumeAtts) == 0 && len(b.Data) > len(want) && (b.Cut < 0 || b.Cut > len(want))
 	switch {
 	case eof && changed && !run.cfg.nested:
 		run.violate(sr, "body-changed", "the caller read to io.EOF, though the last resume request met another "+
 			"version or range")
 	case eof && pastEnd:
 		run.violate(sr, "past-end", "the caller read to io.EOF a body that ran %d bytes past its end",
-			len(b.data)-len(want))
+			len(b.Data)-len(want))
 	}
 	switch {
 	case eof && !bytes.Equal(got, want):
@@ -658,7 +658,7 @@ func (run *simRun) checkResumed(sr *simReq, b *simBody) {
 	switch {
 	case lastBreak == nil:
 		run.violate(sr, "resumed-error", "the body ended with %v, and never broke", err)
-	case lastBreak == errSimStall && !idleErr(err) || lastBreak != errSimStall && !errors.Is(err, lastBreak):
+	case lastBreak == fakeorigin.ErrStalled && !idleErr(err) || lastBreak != fakeorigin.ErrStalled && !errors.Is(err, lastBreak):
 		run.violate(sr, "resumed-error", "the body ended with %v, which does not wrap its latest break %v", err,
 			lastBreak)
 	}
@@ -716,7 +716,7 @@ func (run *simRun) checkResumeRequests(sr *simReq) {
 		return
 	}
 	validator := run.resumable(sr, b.att)
-	size := len(b.data)
+	size := len(b.Data)
 	// Nested, only the outer resumes (point 20): its Resume.Max bounds
 	// every resume request the base saw, the inner's included.
 	if m := resumeMax(sr.pol.Resume); len(atts) > m {

@@ -1,4 +1,4 @@
-package httpretry_test
+package sim_test
 
 import (
 	"math/rand/v2"

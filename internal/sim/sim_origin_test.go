@@ -1,8 +1,7 @@
-package httpretry_test
+package sim_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -16,13 +15,17 @@ import (
 	"time"
 
 	"github.com/httpretry/httpretry"
+	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
 // The simulator's upstreams: in-memory origins behind one base
 // RoundTripper that plays http.Transport's part (it closes every request
 // body it is given, reports a refused dial as a *net.OpError with Op
 // "dial", tells the request's httptrace of the connection) without a
-// socket, so that synctest's virtual clock governs every wait.
+// socket, so that synctest's virtual clock governs every wait. What an
+// attempt meets is drawn here; the bodies, cut or stalled, and the
+// errors of refused dials and resets are internal/fakeorigin's, the one
+// fake upstream of every test.
 
 // behaviour is what one attempt meets at an origin.
 type behaviour uint8
@@ -297,104 +300,39 @@ type simAttempt struct {
 	back bool
 }
 
-// simBody is a response body the base made, counted as it is closed.
+// simBody is a response body the base made (a fakeorigin.Body: whole,
+// or cut at Cut by its Break), counted as it is closed; an object's body
+// is version ver of obj.
 type simBody struct {
-	id     int
-	data   []byte
-	cutAt  int // -1: whole
-	pos    int
-	closes int
-	att    *simAttempt
-	mu     *sync.Mutex
-	// An object's body: version ver of obj. At cutAt it fails with
-	// cutErr (nil: io.ErrUnexpectedEOF), or with stall delivers nothing
-	// more until it is closed or ctx, its attempt's, ends.
-	obj    *simObject
-	ver    int
-	cutErr error
-	stall  bool
-	joined bool // the Read of the last bytes before the cut returns its error too
-	ctx    context.Context
-	closed chan struct{}
+	*fakeorigin.Body
+	id  int
+	att *simAttempt
+	obj *simObject
+	ver int
 }
 
-var (
-	errSimClosed = errors.New("sim: read on closed body")
-	errSimStall  = errors.New("sim: the body stalled") // noted as a break, never returned
-)
-
-func (b *simBody) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	if b.closes > 0 {
-		b.mu.Unlock()
-		return 0, errSimClosed
-	}
-	end := len(b.data)
-	if b.cutAt >= 0 {
-		end = b.cutAt
-	}
-	if b.pos >= end {
-		if b.cutAt < 0 || b.cutErr == io.EOF && b.cutAt == len(b.data) {
-			b.mu.Unlock()
-			return 0, io.EOF
-		}
-		return b.broken(0)
-	}
-	n := copy(p, b.data[b.pos:end])
-	b.pos += n
-	if b.pos == end && b.joined && !b.stall && b.cutAt >= 0 && !(b.cutErr == io.EOF && b.cutAt == len(b.data)) {
-		return b.broken(n) // the last bytes and the break in one Read
-	}
-	b.mu.Unlock()
-	return n, nil
-}
-
-// broken is a Read that has reached the cut, after n bytes; b.mu is held,
-// and released.
-func (b *simBody) broken(n int) (int, error) {
-	if b.stall {
-		b.noteBreak(errSimStall)
-		closed, ctx := b.closed, b.ctx
-		b.mu.Unlock()
-		var err error
-		select {
-		case <-closed:
-			err = errSimClosed
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		return 0, err
-	}
-	err := b.cutErr
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	if err == io.EOF {
-		b.noteBreak(io.ErrUnexpectedEOF) // before the declared length
-	} else {
+// newBody is a body of data for attempt a, its breaks noted.
+func (run *simRun) newBody(r *http.Request, a *simAttempt, data []byte) *simBody {
+	b := &simBody{Body: fakeorigin.NewBody(r.Context(), data), att: a}
+	b.OnBreak = func(err error) {
+		run.mu.Lock()
 		b.noteBreak(err)
+		run.mu.Unlock()
 	}
-	b.mu.Unlock()
-	return n, err
+	run.mu.Lock()
+	b.id = len(run.bodies)
+	run.bodies = append(run.bodies, b)
+	run.mu.Unlock()
+	return b
 }
 
 // noteBreak records err as the latest break of the body its request's
-// caller reads: the one returned, or one a resume request got. b.mu is
+// caller reads: the one returned, or one a resume request got. run.mu is
 // held.
 func (b *simBody) noteBreak(err error) {
 	if sr := b.att.req; b.obj != nil && sr != nil && (b.att.resume || sr.respBody == b.id) {
 		sr.breaks = append(sr.breaks, err)
 	}
-}
-
-func (b *simBody) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closes++
-	if b.closes == 1 && b.closed != nil {
-		close(b.closed)
-	}
-	return nil
 }
 
 // reqBody is a caller's request body without GetBody (or one GetBody
@@ -490,7 +428,7 @@ func (s *simBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp != nil {
 		a.status = resp.StatusCode
 		a.respHeader, a.respCL = resp.Header.Clone(), resp.ContentLength
-		run.logf(sr, "attempt %d <- %d%s%s body %d%s", a.n, resp.StatusCode, raNote(a.ra), objNote(a), len(a.resp.data),
+		run.logf(sr, "attempt %d <- %d%s%s body %d%s", a.n, resp.StatusCode, raNote(a.ra), objNote(a), len(a.resp.Data),
 			cutNote(a.resp))
 	} else {
 		run.logf(sr, "attempt %d <- error: %v", a.n, err)
@@ -510,14 +448,12 @@ func raNote(ra string) string {
 
 func cutNote(b *simBody) string {
 	switch {
-	case b.cutAt < 0:
+	case b.Cut < 0:
 		return ""
-	case b.stall:
-		return " stalls at " + strconv.Itoa(b.cutAt)
-	case b.cutErr != nil:
-		return " cut at " + strconv.Itoa(b.cutAt) + " (" + b.cutErr.Error() + ")"
+	case b.Break == fakeorigin.Stall:
+		return " stalls at " + strconv.Itoa(b.Cut)
 	}
-	return " cut at " + strconv.Itoa(b.cutAt)
+	return " cut at " + strconv.Itoa(b.Cut) + " (" + b.BreakErr().Error() + ")"
 }
 
 func objNote(a *simAttempt) string {
@@ -548,7 +484,7 @@ func (s *simBase) serve(r *http.Request, a *simAttempt, o *simOrigin, rng *rand.
 	}
 	switch a.beh {
 	case bRefuse:
-		return fail(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+		return fail(fakeorigin.RefusedError())
 	case bDialHang:
 		<-ctx.Done()
 		return fail(&net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()})
@@ -559,7 +495,7 @@ func (s *simBase) serve(r *http.Request, a *simAttempt, o *simOrigin, rng *rand.
 	a.reached = true
 	switch a.beh {
 	case bResetBefore:
-		return fail(&net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET})
+		return fail(fakeorigin.ResetError("write"))
 	case bBlackHole:
 		s.readAll(r, a)
 		<-ctx.Done()
@@ -591,7 +527,7 @@ func (s *simBase) serve(r *http.Request, a *simAttempt, o *simOrigin, rng *rand.
 	}
 	switch a.beh {
 	case bResetAfter:
-		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+		return nil, fakeorigin.ResetError("read")
 	case b500:
 		return s.answer(r, a, o, rng, 500), nil
 	case b502:
@@ -630,20 +566,14 @@ func (s *simBase) objectAnswer(r *http.Request, a *simAttempt, o *simOrigin, rng
 // data, counted as answer's are.
 func (s *simBase) objectResp(r *http.Request, a *simAttempt, ob *simObject, v, status int, data []byte,
 	h http.Header, cl int64) *http.Response {
-	run := s.run
-	body := &simBody{data: data, cutAt: -1, att: a, mu: &run.mu, obj: ob, ver: v, ctx: r.Context(),
-		closed: make(chan struct{})}
-	run.mu.Lock()
-	body.id = len(run.bodies)
-	run.bodies = append(run.bodies, body)
-	run.mu.Unlock()
+	body := s.run.newBody(r, a, data)
+	body.obj, body.ver = ob, v
 	h.Set("X-Sim-Body", strconv.Itoa(body.id))
 	if cl >= 0 {
 		h.Set("Content-Length", strconv.FormatInt(cl, 10))
 	}
 	a.resp = body
-	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: body, ContentLength: cl, Request: r}
+	return fakeorigin.Response(r, status, h, body, cl)
 }
 
 // drawCut cuts b, as o cuts its object bodies, or always with force: at a
@@ -653,18 +583,10 @@ func drawCut(rng *rand.Rand, o *simOrigin, b *simBody, force bool) {
 	if !force && rng.IntN(100) >= o.cutPct {
 		return
 	}
-	b.cutAt = rng.IntN(len(b.data) + 1)
-	b.joined = rng.IntN(2) == 0
-	switch rng.IntN(4) {
-	case 0:
-		b.cutErr = io.ErrUnexpectedEOF
-	case 1:
-		b.cutErr = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
-	case 2:
-		b.cutErr = io.EOF
-	default:
-		b.stall = true
-	}
+	b.Cut = rng.IntN(len(b.Data) + 1)
+	b.Joined = rng.IntN(2) == 0
+	b.Break = [...]fakeorigin.Break{fakeorigin.Abort, fakeorigin.ResetBody, fakeorigin.EarlyEOF,
+		fakeorigin.Stall}[rng.IntN(4)]
 }
 
 // serveResume plays the origin's part for a resume request: the answer
@@ -677,7 +599,7 @@ func (s *simBase) serveResume(r *http.Request, a *simAttempt, o *simOrigin, rng 
 		trace.GetConn(r.URL.Host)
 	}
 	if a.rbeh == rRefuse {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		return nil, fakeorigin.RefusedError()
 	}
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{})
@@ -685,7 +607,7 @@ func (s *simBase) serveResume(r *http.Request, a *simAttempt, o *simOrigin, rng 
 	a.reached = true
 	switch a.rbeh {
 	case rReset:
-		return nil, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
+		return nil, fakeorigin.ResetError("write")
 	case rBlackHole:
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -798,7 +720,7 @@ func (s *simBase) misfit(r *http.Request, a *simAttempt, ob *simObject, v int, h
 		return s.objectResp(r, a, ob, v, http.StatusPartialContent, rest[:short], h, short)
 	}
 	resp := s.objectResp(r, a, ob, v, http.StatusPartialContent, rest, h, pick(rng, n, -1))
-	a.resp.cutAt, a.resp.cutErr, a.resp.joined = int(short), io.EOF, rng.IntN(2) == 0
+	a.resp.Cut, a.resp.Break, a.resp.Joined = int(short), fakeorigin.EarlyEOF, rng.IntN(2) == 0
 	return resp
 }
 
@@ -910,12 +832,13 @@ func (s *simBase) answer(r *http.Request, a *simAttempt, o *simOrigin, rng *rand
 	if a.beh == bEarly503 && rng.IntN(2) == 0 {
 		size = 4097 + rng.IntN(3000)
 	}
-	body := &simBody{data: make([]byte, size), cutAt: -1, att: a, mu: &run.mu}
-	for i := range body.data {
-		body.data[i] = byte('a' + (i+a.seq)%26)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte('a' + (i+a.seq)%26)
 	}
+	body := run.newBody(r, a, data)
 	if a.beh == bCut && size > 0 {
-		body.cutAt = rng.IntN(size)
+		body.Cut, body.Break = rng.IntN(size), fakeorigin.Abort
 	}
 	h := http.Header{"Content-Type": {"text/plain"}}
 	if (status == 503 || status == 429) && len(o.raKinds) > 0 {
@@ -938,14 +861,9 @@ func (s *simBase) answer(r *http.Request, a *simAttempt, o *simOrigin, rng *rand
 	if rng.IntN(3) == 0 {
 		cl = -1 // unknown length, as a chunked answer has
 	}
-	run.mu.Lock()
-	body.id = len(run.bodies)
-	run.bodies = append(run.bodies, body)
-	run.mu.Unlock()
 	h.Set("X-Sim-Body", strconv.Itoa(body.id))
 	a.resp = body
-	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: body, ContentLength: cl, Request: r}
+	return fakeorigin.Response(r, status, h, body, cl)
 }
 
 func closeReq(r *http.Request) {

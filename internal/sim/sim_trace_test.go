@@ -1,4 +1,4 @@
-package httpretry_test
+package sim_test
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ func (run *simRun) report(vs []violation, full bool) string {
 	var b strings.Builder
 	cfg := run.cfg
 	fmt.Fprintf(&b, "\nsimulator seed %d (%s): %d violation(s)\n", run.seed, cfg.scenario, len(vs))
-	fmt.Fprintf(&b, "replay: go test -run 'TestSimulate$' -sim.seed=%d -v .\n", run.seed)
+	fmt.Fprintf(&b, "replay: go test ./internal/sim -run 'TestSimulate$' -sim.seed=%d -v\n", run.seed)
 	for i, p := range cfg.policies {
 		j, _ := json.Marshal(p)
 		fmt.Fprintf(&b, "policy of transport %d: %s", i, j)

@@ -1,0 +1,10 @@
+// Package sim holds the simulator (issue 20) and nothing else: its tests
+// drive httpretry through its public API alone, against in-memory
+// origins whose bodies and faults are internal/fakeorigin's, one seed at
+// a time in virtual time.
+// It is a package of its own so that it runs beside the root's tests,
+// not inside their binary, and so that the compiler keeps it black-box.
+//
+// make test runs 1,500 seeds (-short); make sim runs as many as SEEDS
+// asks; a failing seed prints the command that replays it.
+package sim
