@@ -120,7 +120,7 @@ var reasonNames = [...]string{
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or
-// "budget"; "none" for the zero Reason.
+// "budget". The zero Reason is "none".
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) && reasonNames[r] != "" {
 		return reasonNames[r]
@@ -132,33 +132,37 @@ func (r Reason) String() string {
 type Event struct {
 	// Kind says what happened.
 	Kind EventKind
-	// Request is the caller's request; observers must not modify it.
+	// Request is the caller's request. Observers must not modify it.
 	Request *http.Request
-	// Attempt is the 1-based number of the attempt that just ended, or for
-	// EventHedge the number of the copy that was (or would have been) sent.
+	// Attempt is the 1-based number of the attempt that just ended. For
+	// EventHedge it is the number of the copy that was (or would have been)
+	// sent.
 	Attempt int
 	// Status is that attempt's status code, 0 when it failed with an error.
 	Status int
-	// Err is the error that attempt failed with, nil when it got a
-	// response: the base's error as it came, or one of httpretry's own
-	// without the "httpretry: " prefix, which the error the caller gets
-	// puts before it once.
+	// Err is the error that attempt failed with, nil when it got a response. It
+	// is the base's error as it came, or one of httpretry's own without the
+	// "httpretry: " prefix. The error the caller gets puts that prefix before
+	// it once.
 	Err error
-	// Delay is the wait before the next attempt (EventRetry, EventResume),
-	// how long the attempt went without response headers before the copy
-	// was sent (EventHedge), or the length of the demotion (EventDemote).
+	// Delay is the wait before the next attempt (EventRetry, EventResume). For
+	// EventHedge, it is how long the attempt went without response headers
+	// before the copy was sent. For EventDemote, it is the length of the
+	// demotion.
 	Delay time.Duration
-	// Reason is why no further attempt is made (EventGiveUp), or why a
-	// hedged copy was not sent (EventHedge).
+	// Reason is why no further attempt is made (EventGiveUp), or why a hedged
+	// copy was not sent (EventHedge).
 	Reason Reason
-	// Origin is "scheme://host[:port]", in lower case and without the
-	// scheme's default port, of the attempt the event announces
-	// (the next one for EventRetry, EventHedge and EventFallback, the last
-	// one for EventGiveUp). Without fallbacks it is the request's own.
+	// Origin is "scheme://host[:port]", in lower case and without the scheme's
+	// default port. It is the origin of the attempt the event announces. That
+	// is the next one for EventRetry, EventHedge, EventFallback and
+	// EventResume, and the last one for EventGiveUp. For EventDemote and
+	// EventRestore it is the origin demoted or restored. Without fallbacks it
+	// is the request's own.
 	Origin string
-	// Offset is, for EventResume and for the EventGiveUp of a body that
-	// could not be resumed, the bytes of the response body delivered to
-	// the caller before it broke.
+	// Offset is, for EventResume, the bytes of the response body delivered to
+	// the caller before it broke. So is it for the EventGiveUp of a body that
+	// could not be resumed.
 	Offset int64
 }
 
@@ -192,8 +196,8 @@ func (o observers) emit(e Event) {
 	}
 }
 
-// GoString returns the kind as its Go name, httpretry.EventRetry, so that
-// a failing test's %#v names it rather than printing a number.
+// GoString returns the kind as its Go name, httpretry.EventRetry. So a failing
+// test's %#v names it rather than printing a number.
 func (k EventKind) GoString() string { return goName("Event", "EventKind", k.String(), uint8(k)) }
 
 // GoString returns the reason as its Go name, httpretry.ReasonBudget.
