@@ -31,8 +31,8 @@ type Hedge struct {
 	// while the origin is cold (fewer than 32 times recorded). Then 0 sends no
 	// copy while cold.
 	After time.Duration
-	// Max is the number of copies sent at most beside the attempt they
-	// hedge, at most 16; 0 means 1 when After or Quantile is set.
+	// Max is the number of copies sent at most beside the attempt they hedge,
+	// at most 16. 0 means 1 when After or Quantile is set.
 	Max int
 	// Quantile, in [0.5, 0.999], learns the delay. A copy goes when the attempt
 	// has waited this quantile of its origin's recent times to response
