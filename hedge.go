@@ -27,9 +27,9 @@ import (
 // in the budget's window, at least 1.
 type Hedge struct {
 	// After is how long an attempt may go without response headers before
-	// another copy is sent; 0 turns hedging off. With Quantile, it is the delay
-	// while the origin is cold (fewer than 32 times recorded). Then 0 sends no
-	// copy while cold.
+	// another copy is sent; 0 turns hedging off. With Quantile, After is the
+	// delay while the origin is cold (fewer than 32 times recorded). There, 0
+	// sends no copy while cold.
 	After time.Duration
 	// Max is the number of copies sent at most beside the attempt they hedge,
 	// at most 16. 0 means 1 when After or Quantile is set.
