@@ -23,7 +23,7 @@ const (
 )
 
 // Backoff says how long to wait before each resend. Values are immutable and
-// comparable with ==; build them with NoBackoff, Fixed, Exponential or
+// comparable with ==. Build them with NoBackoff, Fixed, Exponential or
 // ExponentialJitter. The zero Backoff is the default: full jitter over an
 // exponential ceiling from 100 ms to 2 s, with a 30 s wait budget.
 type Backoff struct {
@@ -42,8 +42,8 @@ var defaultBackoff = ExponentialJitter(100*time.Millisecond, 2*time.Second)
 // NoBackoff resends at once. It never waits, so it has no wait budget.
 func NoBackoff() Backoff { return Backoff{kind: kindNone} }
 
-// Fixed waits d before every resend. It panics if d is not positive; use
-// NoBackoff to resend without waiting.
+// Fixed waits d before every resend. It panics if d is not positive. NoBackoff
+// resends without waiting.
 func Fixed(d time.Duration) Backoff {
 	if d <= 0 {
 		panic(fmt.Sprintf("httpretry: Fixed(%v): the wait must be positive; use NoBackoff for none", d))
@@ -59,9 +59,9 @@ func Exponential(initial, max time.Duration) Backoff {
 	return Backoff{kind: kindExponential, initial: initial, max: max, budget: defaultWaitBudget}
 }
 
-// ExponentialJitter draws each wait uniformly in [0, ceiling], where the
-// ceiling grows as in Exponential ("full jitter"), so that clients that
-// failed together do not come back together. It panics like Exponential.
+// ExponentialJitter draws each wait uniformly in [0, ceiling] ("full jitter").
+// The ceiling grows as in Exponential. So clients that failed together do not
+// come back together. It panics like Exponential.
 func ExponentialJitter(initial, max time.Duration) Backoff {
 	checkExponential("ExponentialJitter", initial, max)
 	return Backoff{kind: kindExponentialJitter, initial: initial, max: max, budget: defaultWaitBudget}
@@ -85,12 +85,13 @@ func exponentialProblem(initial, max time.Duration) string {
 	return ""
 }
 
-// WithWaitBudget returns b with a cap on the sum of all waits of one
-// request: the wait that would overrun it is shortened to what is left, and
-// once it is spent no resend goes to an origin already tried (the request
-// ends with ReasonWaitBudget); a fallback origin not yet tried still gets
-// its first attempt, which never waits. A total of 0 is spent from the
-// start. It panics on a negative total.
+// WithWaitBudget returns b with a cap on the sum of all waits of one request.
+// The wait that would overrun it is shortened to what is left. Once the cap is
+// spent, no resend goes to an origin already tried, and the request ends with
+// ReasonWaitBudget. A fallback origin not yet tried still gets its first
+// attempt, which never waits.
+//
+// A total of 0 is spent from the start. It panics on a negative total.
 func (b Backoff) WithWaitBudget(total time.Duration) Backoff {
 	if total < 0 {
 		panic(fmt.Sprintf("httpretry: WithWaitBudget(%v): the total must not be negative", total))
@@ -130,7 +131,7 @@ func (b Backoff) resolve() Backoff {
 }
 
 // Ceiling is the longest wait before resend number failedAttempts (1 for the
-// first resend): initial·2^(failedAttempts−1) capped at max, without
+// first resend). It is initial·2^(failedAttempts−1) capped at max, without
 // overflow. A failedAttempts below 1 counts as 1.
 func (b Backoff) Ceiling(failedAttempts int) time.Duration {
 	b = b.resolve()
@@ -150,10 +151,10 @@ func (b Backoff) Ceiling(failedAttempts int) time.Duration {
 	return b.initial << shift
 }
 
-// Delay is the wait before resend number failedAttempts, before any wait
-// budget or Retry-After applies. Jittered backoffs draw from r; a nil r uses
-// math/rand/v2's fast shared source. Delay is safe for concurrent use when r
-// is nil.
+// Delay is the wait before resend number failedAttempts, before any wait budget
+// or Retry-After applies. Jittered backoffs draw from r. A nil r uses
+// math/rand/v2's fast shared source. Delay is safe for concurrent use when r is
+// nil.
 func (b Backoff) Delay(failedAttempts int, r *rand.Rand) time.Duration {
 	b = b.resolve()
 	c := b.Ceiling(failedAttempts)
@@ -175,8 +176,8 @@ func (b Backoff) Delay(failedAttempts int, r *rand.Rand) time.Duration {
 
 const maxDuration = time.Duration(1<<63 - 1)
 
-// String describes b, for example "exponentialJitter(100ms, 2s)"; a wait
-// budget other than the default 30 s is appended.
+// String describes b, for example "exponentialJitter(100ms, 2s)". A wait budget
+// other than the default 30 s is appended.
 func (b Backoff) String() string {
 	b = b.resolve()
 	var s string
@@ -199,17 +200,16 @@ func (b Backoff) String() string {
 	return s
 }
 
-// MarshalText is b's String form, which UnmarshalText reads back exactly;
-// the zero Backoff gives the default's text. A Backoff is a string in
-// JSON.
+// MarshalText is b's String form, which UnmarshalText reads back exactly. The
+// zero Backoff gives the default's text. A Backoff is a string in JSON.
 func (b Backoff) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
-// UnmarshalText sets b from its String form: "none", "fixed(d)",
-// "exponential(initial, max)" or "exponentialJitter(initial, max)", then
-// ".WithWaitBudget(total)" or ".Unbudgeted()" if need be, with durations
-// as time.ParseDuration reads them ("100ms", "2s") and spaces around them
-// allowed. Values the constructors would panic on are an error, and b is
-// left as it was.
+// UnmarshalText sets b from its String form. The forms are "none", "fixed(d)",
+// "exponential(initial, max)" and "exponentialJitter(initial, max)". Each may
+// end with ".WithWaitBudget(total)" or ".Unbudgeted()". Durations are read as
+// time.ParseDuration reads them ("100ms", "2s"), with spaces around them
+// allowed. Values the constructors would panic on are an error, and b is left
+// as it was.
 func (b *Backoff) UnmarshalText(text []byte) error {
 	v, err := parseBackoff(string(text))
 	if err != nil {

@@ -8,23 +8,25 @@ import (
 	"github.com/httpretry/httpretry/internal/latency"
 )
 
-// BudgetConfig sizes a host's retry budget: the share of recent requests
-// that may be resent (retries and hedged copies alike), and a floor that
-// lets a quiet host retry its occasional failure. Its zero value is the
-// default budget: 20 % of the requests of the last 10 s, and beyond that
-// share up to 10 resends in any 10 s while the host has floor credit,
-// which it earns back at a fifth of a resend per request.
+// BudgetConfig sizes a host's retry budget. The budget lets a share of recent
+// requests be resent, retries and hedged copies alike. A floor lets a quiet
+// host retry its occasional failure.
+//
+// Its zero value is the default budget. It grants 20 % of the requests of the
+// last 10 s. Beyond that share, it grants up to 10 resends in any 10 s while
+// the host has floor credit. The host earns that credit back at a fifth of a
+// resend per request.
 type BudgetConfig struct {
-	// Percent is the number of resends allowed per 100 requests in the
-	// window, at most 1000; 0 means 20. It is also what each request earns
-	// of floor credit: Percent/100 of a resend.
+	// Percent is the number of resends allowed per 100 requests in the window,
+	// at most 1000; 0 means 20. It is also what each request earns of floor
+	// credit: Percent/100 of a resend.
 	Percent int
-	// MinRetries is the floor: beyond the share, a resend is granted while
-	// the window holds fewer than MinRetries resends and the host has a
-	// whole floor credit left, which the resend spends. The credit starts
-	// full at MinRetries and never holds more. 0 means 10; a negative value
-	// means no floor and no credit, the strict form where a quiet window
-	// grants nothing.
+	// MinRetries is the floor. Beyond the share, a resend is granted while the
+	// window holds fewer than MinRetries resends and the host has a whole floor
+	// credit left. The resend spends that credit. The credit starts full at
+	// MinRetries and never holds more. 0 means 10. A negative value means no
+	// floor and no credit: the strict form, where a quiet window grants
+	// nothing.
 	MinRetries int
 	// Window is how far back requests and resends are counted; 0 means 10 s.
 	Window time.Duration
@@ -101,11 +103,11 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 	}
 }
 
-// Budget is one host's retry budget: a rolling window of request, resend
-// and learned-copy counts, and the host's floor credit (see
-// BudgetConfig.MinRetries). It is safe for concurrent use; obtain one from
-// Budgets.For, which keeps both across reloads. The zero Budget is a
-// default budget of its own, in no registry.
+// Budget is one host's retry budget. It holds a rolling window of request,
+// resend and learned-copy counts, and the host's floor credit (see
+// BudgetConfig.MinRetries). It is safe for concurrent use. Obtain one from
+// Budgets.For, which keeps both across reloads. The zero Budget is a default
+// budget of its own, in no registry.
 type Budget struct {
 	params atomic.Pointer[budgetParams]
 	// cur is the bucket Record adds to while the host is busy, advanced
@@ -150,26 +152,25 @@ type bucket struct {
 }
 
 // BudgetStats counts what a Budget saw in its current window, and what the
-// origin's record holds beside it. It reads and writes JSON with its field
-// names in lower camel case and its durations as duration strings, as
-// Budgets.String shows it.
+// origin's record holds beside it. Its JSON has its field names in lower camel
+// case and its durations as duration strings. Budgets.String shows it so.
 type BudgetStats struct {
 	Requests  int `json:"requests"`  // requests recorded
 	Retries   int `json:"retries"`   // resends granted
 	Allowance int `json:"allowance"` // Percent·Requests/100: the resends the window's requests earn
 	Credit    int `json:"credit"`    // whole floor credits left: resends the floor may still grant beyond Allowance
 	// Copies is the hedged copies under a learned delay (Hedge.Quantile)
-	// counted in the window, of Retries, against the cap on such copies:
-	// ⌈2·(1 − Quantile)·Requests⌉, at least 1. A copy refused by the cap
-	// is told as ReasonCopyCap.
+	// counted in the window, of Retries. They count against the cap on such
+	// copies: ⌈2·(1 − Quantile)·Requests⌉, at least 1. A copy refused by the
+	// cap is told as ReasonCopyCap.
 	Copies int `json:"copies"`
-	// HedgeAfter is the origin's learned hedge delay (Hedge.Quantile of
-	// its recent times to response headers, not raised to MinAfter): 0
-	// while cold, the histogram's top (about 2m17s) when past it. In JSON
-	// a duration string, "12.288ms".
+	// HedgeAfter is the origin's learned hedge delay: Hedge.Quantile of its
+	// recent times to response headers, not raised to MinAfter. It is 0 while
+	// cold, and the histogram's top (about 2m17s) when past it. In JSON it is a
+	// duration string, "12.288ms".
 	HedgeAfter time.Duration `json:"hedgeAfter"`
-	// DemotedFor is how long the origin stays demoted (Policy.Demote); 0:
-	// not demoted. In JSON a duration string.
+	// DemotedFor is how long the origin stays demoted (Policy.Demote); 0 when
+	// it is not demoted. In JSON it is a duration string.
 	DemotedFor time.Duration `json:"demotedFor"`
 }
 
@@ -274,13 +275,14 @@ func (b *Budget) bucketOf(start, slot int64) *bucket {
 	return &b.buckets[(start/slot+b.ring)%budgetBuckets]
 }
 
-// TryReserve grants one resend if the budget allows it and charges it in
-// the same step, so that concurrent callers cannot overdraw the budget. A
-// resend is granted while retries+1 ≤ Percent·requests/100 in the window
-// (the share), or else while retries+1 ≤ MinRetries and the host has a
-// whole floor credit, which the grant spends. So a window never grants
-// more than max(share, MinRetries), and over time a host's resends beyond
-// its share are at most MinRetries plus Percent of its requests.
+// TryReserve grants one resend if the budget allows it, and charges it in the
+// same step. So concurrent callers cannot overdraw the budget.
+//
+// A resend is granted while retries+1 ≤ Percent·requests/100 in the window (the
+// share). Failing that, it is granted while retries+1 ≤ MinRetries and the host
+// has a whole floor credit, which the grant spends. So a window never grants
+// more than max(share, MinRetries). Over time, a host's resends beyond its
+// share are at most MinRetries plus Percent of its requests.
 func (b *Budget) TryReserve() bool { return b.tryReserveAt(time.Now()) }
 
 func (b *Budget) tryReserveAt(now time.Time) bool {
@@ -380,9 +382,9 @@ func (b *Budget) sum(now int64, p *budgetParams) (requests, retries, copies, rec
 	return requests, retries, copies, recorded
 }
 
-// Stats reports the requests and resends counted in the current window,
-// the allowance they earn, and the floor credit left; for a budget of a
-// Budgets, also the origin's learned hedge delay and demotion.
+// Stats reports the requests and resends counted in the current window, the
+// allowance they earn, and the floor credit left. For a budget of a Budgets, it
+// also reports the origin's learned hedge delay and demotion.
 func (b *Budget) Stats() BudgetStats {
 	now := time.Now()
 	if b.rec != nil {

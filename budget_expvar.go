@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Range calls fn for every host bs holds, in order of host name, with the
-// host's BudgetStats, all taken at one instant, until fn returns false. It
+// Range calls fn for every host bs holds, in order of host name, until fn
+// returns false. It passes the host's BudgetStats, all taken at one instant. It
 // holds no lock while fn runs, so fn may use bs.
 func (bs *Budgets) Range(fn func(host string, s BudgetStats) bool) {
 	type entry struct {
@@ -32,9 +32,8 @@ func (bs *Budgets) Range(fn func(host string, s BudgetStats) bool) {
 }
 
 // String returns bs as a JSON object keyed by host, each value that host's
-// BudgetStats, so that a *Budgets is an expvar.Var:
-// expvar.Publish("httpretry", budgets) shows every host's window at
-// /debug/vars.
+// BudgetStats. So a *Budgets is an expvar.Var: expvar.Publish("httpretry",
+// budgets) shows every host's window at /debug/vars.
 func (bs *Budgets) String() string {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
@@ -72,7 +71,7 @@ func (s BudgetStats) MarshalJSON() ([]byte, error) {
 		s.Copies, s.HedgeAfter.String(), s.DemotedFor.String()})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes; a duration left out is 0.
+// UnmarshalJSON reads what MarshalJSON writes. A duration left out is 0.
 func (s *BudgetStats) UnmarshalJSON(data []byte) error {
 	var j budgetStatsJSON
 	if err := json.Unmarshal(data, &j); err != nil {

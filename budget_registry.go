@@ -8,14 +8,16 @@ import (
 )
 
 // Budgets holds the retry budgets of many hosts. Keep one apart from any
-// RetryTransport (see WithBudgets) so that rebuilding a transport, for
-// example on a configuration reload, keeps what the budgets have counted.
-// It forgets hosts idle for a whole window once their floor credit is full
-// again, but not one demoted or with a learned hedge delay, and holds at
-// most 10 000 hosts, however their names are spelled:
-// when full, it forgets the tenth whose last request is oldest, so that a
-// busy host is never forgotten while hosts used once come and go. The zero
-// value is ready to use, and a Budgets is safe for concurrent use.
+// RetryTransport (see WithBudgets). Then rebuilding a transport, for example on
+// a configuration reload, keeps what the budgets have counted.
+//
+// It forgets a host idle for a whole window once its floor credit is full
+// again. An idle host that is demoted, or has a learned hedge delay, is not
+// forgotten so. It holds at most 10 000 hosts, however their names are spelled.
+// When full, it forgets the tenth whose last request is oldest. So a busy host
+// is never forgotten while hosts used once come and go.
+//
+// The zero value is ready to use, and a Budgets is safe for concurrent use.
 type Budgets struct {
 	// hosts maps a host in canonical form (see canonicalHost) to its
 	// *originRecord, and nothing else: whoever writes the URLs chooses the
@@ -42,15 +44,15 @@ type Budgets struct {
 // NewBudgets returns an empty registry.
 func NewBudgets() *Budgets { return &Budgets{} }
 
-// For returns host's budget, creating it on first use. A cfg that differs
-// from the one the budget has (a reload) is applied, and the counts are
-// kept. host is URL.Host, with no scheme to say which port is the default:
-// it is compared without regard to case, a port in plain decimal, and a
-// port of 443 is taken as https's default, 80 as http's, so that
-// For("h:443") is the budget RetryTransport charges for https://h/ and
-// For("h:80") the one for http://h/. The budget of an origin on the other
-// scheme's default port, such as https://h:80, which Range shows as
-// "h:80", is not For's to find.
+// For returns host's budget, creating it on first use. A cfg that differs from
+// the one the budget has (a reload) is applied, and the counts are kept.
+//
+// host is URL.Host, with no scheme to say which port is the default. It is
+// compared without regard to case, with a port in plain decimal. A port of 443
+// is taken as https's default, and 80 as http's. So For("h:443") is the budget
+// RetryTransport charges for https://h/, and For("h:80") the one for http://h/.
+// An origin may sit on the other scheme's default port, such as https://h:80.
+// Range shows its budget as "h:80", but For does not find it.
 func (bs *Budgets) For(host string, cfg BudgetConfig) *Budget {
 	return bs.forKeyAt(hostKey(host), cfg, new(instant))
 }

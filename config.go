@@ -9,18 +9,19 @@ import (
 	"slices"
 )
 
-// Config is a transport's policies as a configuration file holds them: the
-// policy of every host, and the policies of some hosts, keyed as
-// WithHostPolicy takes them ("api.example.com", "api.example.com:8443").
-// Read one with ParseConfig; apply it with Options. The zero Config
-// configures nothing: its Options leave New's defaults in place, so that a
-// Config field of a larger configuration struct whose key is absent or
-// null changes nothing.
+// Config is a transport's policies as a configuration file holds them. It has
+// the policy of every host, and the policies of some hosts. Those are keyed as
+// WithHostPolicy takes them ("api.example.com", "api.example.com:8443"). Read
+// one with ParseConfig, and apply it with Options.
+//
+// The zero Config configures nothing: its Options leave New's defaults in
+// place. So a Config field of a larger configuration struct changes nothing
+// when its key is absent or null.
 type Config struct {
 	// Default is the policy of every host that Hosts does not name.
 	Default Policy `json:"default"`
-	// Hosts are the policies of some hosts, keyed as WithHostPolicy takes
-	// them; in JSON each entry starts from Default.
+	// Hosts are the policies of some hosts, keyed as WithHostPolicy takes them.
+	// In JSON each entry starts from Default.
 	Hosts map[string]Policy `json:"hosts"`
 }
 
@@ -29,26 +30,26 @@ type Config struct {
 //	{"default": {"maxRetries": 2, "perTryTimeout": "2s"},
 //	 "hosts": {"payments.example.com": {"autoIdempotencyKey": true}}}
 //
-// A field left out of default takes DefaultPolicy's value, so {} is the
-// default policy and "maxRetries": 0 turns retrying off. A host's entry
-// starts from default: the fields it names replace default's, field by
-// field, inside budget, hedge, demote and resume too. An entry that names
-// "maxRetries": 0 and no hedge turns default's hedge off, a copy being a
-// resend. Field names are Policy's in lower camel case, matched exactly.
-// Durations are Go duration strings ("250ms"); one that is not 0 as
-// written but below 1ns ("0.5ns") is invalid, never read as 0. A backoff
-// is its String form ("exponentialJitter(100ms, 2s)"), and null makes
-// retryOn or fallbacks nil.
+// A field left out of default takes DefaultPolicy's value. So {} is the default
+// policy, and "maxRetries": 0 turns retrying off. A host's entry starts from
+// default. The fields it names replace default's, field by field, inside
+// budget, hedge, demote and resume too. A copy is a resend, so an entry that
+// names "maxRetries": 0 and no hedge turns default's hedge off.
+//
+// Field names are Policy's in lower camel case, matched exactly. Durations are
+// Go duration strings ("250ms"). A duration below 1ns ("0.5ns") that is not 0
+// as written is invalid, never read as 0. A backoff is its String form
+// ("exponentialJitter(100ms, 2s)"). null makes retryOn or fallbacks nil.
 //
 // Every policy is validated as New would, and every host key parsed as
-// WithHostPolicy would: a Config that ParseConfig returns never makes New
+// WithHostPolicy would. So a Config that ParseConfig returns never makes New
 // panic. The error lists every problem, each under its JSON path
-// (`hosts["api.example.com"].maxRetries: 20 is outside 0..16`): unknown
-// fields, values of the wrong type, malformed durations and backoffs, and
-// invalid values, for which it wraps ErrInvalidPolicy. Every element of a
-// list is checked, its path indexed ("retryOn[2]"). A problem that a host
-// inherits from default is reported once, under default. Checking takes
-// time linear in the size of data.
+// (`hosts["api.example.com"].maxRetries: 20 is outside 0..16`). The problems
+// are unknown fields, values of the wrong type, malformed durations and
+// backoffs, and invalid values. For invalid values it wraps ErrInvalidPolicy.
+// Every element of a list is checked, its path indexed ("retryOn[2]"). A
+// problem that a host inherits from default is reported once, under default.
+// Checking takes time linear in the size of data.
 func ParseConfig(data []byte) (Config, error) {
 	var d decoder
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
@@ -80,10 +81,10 @@ func ParseConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// UnmarshalJSON reads c as ParseConfig does, so that a Config inside a
-// larger configuration gets the same defaults and checks; null leaves c as
-// it is, the zero Config when the larger struct was fresh, which configures
-// nothing. On error c is left as it was.
+// UnmarshalJSON reads c as ParseConfig does. So a Config inside a larger
+// configuration gets the same defaults and checks. null leaves c as it is: the
+// zero Config when the larger struct was fresh, which configures nothing. On
+// error c is left as it was.
 func (c *Config) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
@@ -97,9 +98,9 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON writes c as ParseConfig reads it back, every field of every
-// policy spelled out. The zero Config, which configures nothing, is null,
-// which UnmarshalJSON reads as the zero Config again: written as a policy
-// it would be read back as one that turns retrying off.
+// policy spelled out. The zero Config, which configures nothing, is null.
+// UnmarshalJSON reads null as the zero Config again. Written as a policy, it
+// would be read back as one that turns retrying off.
 func (c Config) MarshalJSON() ([]byte, error) {
 	if c.configuresNothing() {
 		return []byte("null"), nil
@@ -180,11 +181,10 @@ func syntaxProblem(data []byte, err error) string {
 	return fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, column, err)
 }
 
-// Options is c as options for New or Middleware: WithPolicy(c.Default),
-// then WithHostPolicy for each host in sorted order. The zero Config
-// returns no option, so that options given before it stand. Reload a
-// configuration into a new transport that shares the old one's budgets
-// with
+// Options is c as options for New or Middleware: WithPolicy(c.Default), then
+// WithHostPolicy for each host in sorted order. The zero Config returns no
+// option, so that options given before it stand. Reload a configuration into a
+// new transport that shares the old one's budgets with
 //
 //	New(base, append(c.Options(), WithBudgets(budgets))...)
 func (c Config) Options() []Option {

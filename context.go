@@ -23,11 +23,11 @@ type maxRetriesKey struct{}
 // maxRetriesUsed is set once WithMaxRetries has been called.
 var maxRetriesUsed atomic.Bool
 
-// WithMaxRetries returns a context that makes the requests sent with it
-// allow n resends, whatever their policy's MaxRetries. n is capped at
-// MaxRetriesLimit (16); 0 or less turns retrying off for those requests,
-// but each fallback origin still gets its one attempt: to send a request
-// exactly once, take its fallbacks away too with WithFallbacks(ctx).
+// WithMaxRetries returns a context that makes the requests sent with it allow n
+// resends, whatever their policy's MaxRetries. n is capped at MaxRetriesLimit
+// (16). 0 or less turns retrying off for those requests. Each fallback origin
+// still gets its one attempt, though. To send a request exactly once, take its
+// fallbacks away too with WithFallbacks(ctx).
 func WithMaxRetries(ctx context.Context, n int) context.Context {
 	maxRetriesUsed.Store(true)
 	return context.WithValue(ctx, maxRetriesKey{}, min(max(n, 0), MaxRetriesLimit))
@@ -47,10 +47,10 @@ type idempotentKey struct{}
 var idempotentUsed atomic.Bool
 
 // WithIdempotent returns a context that marks every request sent with it as
-// safe to send more than once, whatever its method: for operations known
-// to be idempotent that a client sends as POST, such as S3's
-// CompleteMultipartUpload or DeleteObjects. Never use it for an operation
-// whose repetition has an effect, such as S3's CreateMultipartUpload.
+// safe to send more than once, whatever its method. It is for operations known
+// to be idempotent that a client sends as POST. S3's CompleteMultipartUpload
+// and DeleteObjects are such. Never use it for an operation whose repetition
+// has an effect, such as S3's CreateMultipartUpload.
 func WithIdempotent(ctx context.Context) context.Context {
 	idempotentUsed.Store(true)
 	return context.WithValue(ctx, idempotentKey{}, true)
@@ -76,13 +76,14 @@ type requestFallbacks struct {
 	err     error
 }
 
-// WithFallbacks returns a context that gives the requests sent with it
-// these fallback origins, tried in order after the request's own, in
-// place of their policy's Fallbacks. With no origins, those requests have
-// no fallback, so that with MaxRetries 0 they are sent exactly once. An
-// origin is "http://" or "https://" and a host with an optional port; a
-// malformed one makes RoundTrip fail before any attempt, with an error
-// that names it.
+// WithFallbacks returns a context that gives the requests sent with it these
+// fallback origins. They are tried in order after the request's own, in place
+// of their policy's Fallbacks. With no origins, those requests have no
+// fallback. So with MaxRetries 0 they are sent exactly once.
+//
+// An origin is "http://" or "https://" and a host with an optional port. A
+// malformed one makes RoundTrip fail before any attempt, with an error that
+// names it.
 func WithFallbacks(ctx context.Context, origins ...string) context.Context {
 	fallbacksUsed.Store(true)
 	f := &requestFallbacks{}
@@ -127,15 +128,18 @@ func (c *attemptContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// AttemptFromContext reports which attempt of a request ctx belongs to: 1
-// for the first, 2 for the first resend or hedged copy, and so on. It is
-// meant for tracing and logging middlewares placed inside httpretry (as
-// its base), for example to set http.request.resend_count to the attempt
-// less one. A context that did not come from httpretry is a first attempt.
-// Over an *http.Transport the first attempt of a request is usually the
-// caller's own request, untouched: AttemptFromContext then walks the
-// context chain and finds nothing, which costs httpretry nothing. Over any
-// other base every attempt carries its number, the first too.
+// AttemptFromContext reports which attempt of a request ctx belongs to. It is 1
+// for the first, 2 for the first resend or hedged copy, and so on. A context
+// that did not come from httpretry is a first attempt.
+//
+// It is meant for tracing and logging middlewares placed inside httpretry, as
+// its base. Such a middleware may set http.request.resend_count to the attempt
+// less one.
+//
+// Over an *http.Transport, the first attempt of a request is usually the
+// caller's own request, untouched. AttemptFromContext then walks the context
+// chain and finds nothing, which costs httpretry nothing. Over any other base,
+// every attempt carries its number, the first too.
 //
 // With httpretry inside httpretry, it reports the innermost one's attempt.
 func AttemptFromContext(ctx context.Context) int {

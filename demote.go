@@ -7,24 +7,25 @@ import (
 	"github.com/httpretry/httpretry/internal/demotion"
 )
 
-// Demote moves an origin that keeps failing behind a request's other
-// candidates (its own origin, then Fallbacks) for a while, so that requests
-// stop paying an attempt, or a whole PerTryTimeout, to an origin that is
-// down. An origin is never removed: every candidate still gets its attempt
-// if the ones before it fail, and when every candidate is demoted the
-// configured order stays. Once a demotion has passed, one request at a time
-// probes the origin in its configured place, and an answer restores it. A
-// request with one candidate is unaffected. The zero value demotes as
-// DefaultPolicy does, after 5 failures in a row, as a "demote" key left out
-// of JSON does; After -1 keeps the configured order.
+// Demote moves an origin that keeps failing behind a request's other candidates
+// (its own origin, then Fallbacks) for a while. So requests stop paying an
+// attempt, or a whole PerTryTimeout, to an origin that is down.
+//
+// An origin is never removed. Every candidate still gets its attempt if the
+// ones before it fail. When every candidate is demoted, the configured order
+// stays. Once a demotion has passed, one request at a time probes the origin in
+// its configured place. An answer restores it. A request with one candidate is
+// unaffected.
+//
+// The zero value demotes as DefaultPolicy does, after 5 failures in a row. So
+// does a "demote" key left out of JSON. After -1 keeps the configured order.
 type Demote struct {
-	// After is the number of consecutive failures of an origin that
-	// demote it, at most 100; 0 means 5, and a negative value turns
-	// demotion off.
+	// After is the number of consecutive failures of an origin that demote it,
+	// at most 100. 0 means 5, and a negative value turns demotion off.
 	After int
-	// For is the length of the first demotion: the nth in a row lasts up
-	// to min(n×For, Max), drawn uniformly from its upper half, and n falls
-	// by 1 for every For the origin then spends undemoted; 0 means 1 s.
+	// For is the length of the first demotion; 0 means 1 s. The nth demotion in
+	// a row lasts up to min(n×For, Max), drawn uniformly from its upper half. n
+	// falls by 1 for every For the origin then spends undemoted.
 	For time.Duration
 	// Max is the longest demotion, at least For when both are set; 0
 	// means 30 s, or For when that is longer.

@@ -9,36 +9,37 @@ import (
 	"github.com/httpretry/httpretry/internal/bodyrec"
 )
 
-// Errors of RetryTransport's own making. Errors returned by RoundTrip wrap
-// their cause, so errors.Is finds it (for example context.Canceled).
+// Errors of RetryTransport's own making. An error RoundTrip returns wraps
+// its cause, so errors.Is finds it (for example context.Canceled).
 //
-// An error an Event carries (Event.Err) is the failure itself: the
-// base's error as it came, or one of httpretry's own without the
-// "httpretry: " prefix, since the event is httpretry's already and the
-// error RoundTrip or a body's Read returns wraps it behind one prefix. So
-// no Event's error starts with the prefix, and no returned error repeats
-// it. The unexported errors below that can be an attempt's failure, or a
-// response body's break, are written without it; the sentinels a caller
-// may match keep it, and attemptTimeout leaves it out of its text.
+// An Event's error (Event.Err) is the failure itself. It is the base's
+// error as it came, or one of httpretry's own without the "httpretry: "
+// prefix. The event is httpretry's already, and the error RoundTrip or a
+// body's Read returns wraps it behind one prefix. So no Event's error
+// starts with the prefix, and no returned error repeats it.
 var (
 	// ErrAttemptTimeout ends an attempt that got no response headers within
-	// PerTryTimeout; it is retried like a network failure. The error also
+	// PerTryTimeout. It is retried like a network failure. The error also
 	// wraps context.DeadlineExceeded.
 	ErrAttemptTimeout = errors.New("httpretry: attempt timed out waiting for response headers")
 	// ErrDeadline ends an attempt still waiting for headers at the policy's
 	// Deadline. The error also wraps context.DeadlineExceeded.
 	ErrDeadline = errors.New("httpretry: request deadline exceeded")
 
+	// The unexported errors that can be an attempt's failure, or a
+	// response body's break, are written without the prefix. The sentinels
+	// a caller may match keep it, and attemptTimeout leaves it out of its
+	// text.
 	errNilRequest  = errors.New("httpretry: nil request")
 	errNilURL      = errors.New("httpretry: nil request URL")
 	errNilResponse = errors.New("base RoundTripper returned neither a response nor an error")
 )
 
 // ErrBodyChanged ends a response body that broke and could not be resumed
-// because the resource changed meanwhile (Policy.Resume), or because the
-// answer to a resume request was not the rest it named: no byte of the new
-// version, nor past the end, is delivered. The error also wraps the
-// original read error.
+// because the resource changed meanwhile (Policy.Resume). It also ends one
+// whose resume request was answered with other than the rest it named. No
+// byte of the new version, nor past the end, is delivered. The error also
+// wraps the original read error.
 var ErrBodyChanged = errors.New("httpretry: the response body changed before the rest could be read")
 
 // errBodyIdle is the read error of a response body that delivered no byte

@@ -13,15 +13,15 @@ type EventKind uint8
 const (
 	// EventRetry: an attempt failed and a resend will be sent after Delay.
 	EventRetry EventKind = iota + 1
-	// EventHedge: an attempt went without response headers for the
-	// round's delay (Hedge.After, or the origin's learned delay under
-	// Hedge.Quantile) and copy number Attempt was sent, or, with Reason
-	// set, was not.
+	// EventHedge: an attempt went without response headers for the round's
+	// delay, and copy number Attempt was sent. With Reason set, the copy was
+	// not sent. The delay is Hedge.After, or the origin's learned delay under
+	// Hedge.Quantile.
 	EventHedge
-	// EventGiveUp: the last attempt failed (a status in RetryOn, a
-	// transport error, or an outcome Policy.RetryIf accepted) and no
-	// further attempt will be made; Reason says why, ReasonNotRetryable
-	// for a permanent transport error.
+	// EventGiveUp: the last attempt failed, and no further attempt will be
+	// made. It failed with a status in RetryOn, a transport error, or an
+	// outcome Policy.RetryIf accepted. Reason says why: ReasonNotRetryable for
+	// a permanent transport error.
 	EventGiveUp
 	// EventFallback: an attempt failed and the next one is the first
 	// attempt on another origin, Origin.
@@ -35,8 +35,8 @@ const (
 	// configured place again.
 	EventRestore
 	// EventResume: the response body of attempt Attempt broke (Err) after
-	// Offset bytes had been delivered, and a resume request for the rest
-	// will be sent to Origin after Delay (Policy.Resume).
+	// Offset bytes had been delivered. A resume request for the rest will be
+	// sent to Origin after Delay (Policy.Resume).
 	EventResume
 )
 
@@ -70,10 +70,10 @@ const (
 	ReasonExhausted Reason = iota + 1
 	// ReasonBudget: the host's retry budget refused the resend.
 	ReasonBudget
-	// ReasonNotIdempotent: the method may not be resent (a POST or PATCH
-	// without an idempotency key, or another method that is not
-	// idempotent, and not marked by WithIdempotent) and the request may
-	// have reached the server.
+	// ReasonNotIdempotent: the method may not be resent, and the request may
+	// have reached the server. It is a POST or PATCH without an idempotency
+	// key, or another method that is not idempotent, and WithIdempotent does
+	// not mark it.
 	ReasonNotIdempotent
 	// ReasonRetryAfterTooLong: the server asked for a wait longer than
 	// MaxRetryAfter.
@@ -85,23 +85,23 @@ const (
 	// larger than MaxReplayBytes, reading it failed, or GetBody failed.
 	ReasonBodyNotReplayable
 	// ReasonNotRetryable: a permanent transport error, such as a certificate
-	// error or an unsupported scheme, or an answer to a request that asks
-	// to switch protocols (Connection: upgrade), which is never resent.
+	// error or an unsupported scheme. It is also an answer to a request that
+	// asks to switch protocols (Connection: upgrade), which is never resent.
 	ReasonNotRetryable
 	// ReasonCanceled: the request's context was canceled.
 	ReasonCanceled
-	// ReasonWaitBudget: the backoff's wait budget (Backoff.WithWaitBudget)
-	// is spent, so no resend may go to an origin already tried; it ends the
+	// ReasonWaitBudget: the backoff's wait budget (Backoff.WithWaitBudget) is
+	// spent, so no resend may go to an origin already tried. It ends the
 	// request as ReasonExhausted does.
 	ReasonWaitBudget
 	// ReasonBodyChanged: a broken response body could not be resumed
 	// because the resource changed (another validator, a 416, or a 206 of
 	// another range); the read fails with ErrBodyChanged.
 	ReasonBodyChanged
-	// ReasonCopyCap: a hedged copy under a learned delay (Hedge.Quantile)
-	// was refused by its origin's cap on such copies, ⌈2·(1 − Quantile)⌉
-	// times the requests of the budget's window (BudgetStats.Copies
-	// counts them), though the retry budget may have had room.
+	// ReasonCopyCap: a hedged copy under a learned delay (Hedge.Quantile) was
+	// refused by its origin's cap on such copies, though the retry budget may
+	// have had room. The cap is ⌈2·(1 − Quantile)·Requests⌉ of the budget's
+	// window, at least 1. BudgetStats.Copies counts such copies.
 	ReasonCopyCap
 )
 
@@ -120,7 +120,7 @@ var reasonNames = [...]string{
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or
-// "budget"; "none" for the zero Reason.
+// "budget". The zero Reason is "none".
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) && reasonNames[r] != "" {
 		return reasonNames[r]
@@ -132,33 +132,37 @@ func (r Reason) String() string {
 type Event struct {
 	// Kind says what happened.
 	Kind EventKind
-	// Request is the caller's request; observers must not modify it.
+	// Request is the caller's request. Observers must not modify it.
 	Request *http.Request
-	// Attempt is the 1-based number of the attempt that just ended, or for
-	// EventHedge the number of the copy that was (or would have been) sent.
+	// Attempt is the 1-based number of the attempt that just ended. For
+	// EventHedge it is the number of the copy that was (or would have been)
+	// sent.
 	Attempt int
 	// Status is that attempt's status code, 0 when it failed with an error.
 	Status int
-	// Err is the error that attempt failed with, nil when it got a
-	// response: the base's error as it came, or one of httpretry's own
-	// without the "httpretry: " prefix, which the error the caller gets
-	// puts before it once.
+	// Err is the error that attempt failed with, nil when it got a response. It
+	// is the base's error as it came, or one of httpretry's own without the
+	// "httpretry: " prefix. The error the caller gets puts that prefix before
+	// it once.
 	Err error
-	// Delay is the wait before the next attempt (EventRetry, EventResume),
-	// how long the attempt went without response headers before the copy
-	// was sent (EventHedge), or the length of the demotion (EventDemote).
+	// Delay is the wait before the next attempt (EventRetry, EventResume). For
+	// EventHedge, it is how long the attempt went without response headers
+	// before the copy was sent. For EventDemote, it is the length of the
+	// demotion.
 	Delay time.Duration
-	// Reason is why no further attempt is made (EventGiveUp), or why a
-	// hedged copy was not sent (EventHedge).
+	// Reason is why no further attempt is made (EventGiveUp), or why a hedged
+	// copy was not sent (EventHedge).
 	Reason Reason
-	// Origin is "scheme://host[:port]", in lower case and without the
-	// scheme's default port, of the attempt the event announces
-	// (the next one for EventRetry, EventHedge and EventFallback, the last
-	// one for EventGiveUp). Without fallbacks it is the request's own.
+	// Origin is "scheme://host[:port]", in lower case and without the scheme's
+	// default port. It is the origin of the attempt the event announces. That
+	// is the next one for EventRetry, EventHedge, EventFallback and
+	// EventResume, and the last one for EventGiveUp. For EventDemote and
+	// EventRestore it is the origin demoted or restored. Without fallbacks it
+	// is the request's own.
 	Origin string
-	// Offset is, for EventResume and for the EventGiveUp of a body that
-	// could not be resumed, the bytes of the response body delivered to
-	// the caller before it broke.
+	// Offset is, for EventResume, the bytes of the response body delivered to
+	// the caller before it broke. So is it for the EventGiveUp of a body that
+	// could not be resumed.
 	Offset int64
 }
 
@@ -192,8 +196,8 @@ func (o observers) emit(e Event) {
 	}
 }
 
-// GoString returns the kind as its Go name, httpretry.EventRetry, so that
-// a failing test's %#v names it rather than printing a number.
+// GoString returns the kind as its Go name, httpretry.EventRetry. So a failing
+// test's %#v names it rather than printing a number.
 func (k EventKind) GoString() string { return goName("Event", "EventKind", k.String(), uint8(k)) }
 
 // GoString returns the reason as its Go name, httpretry.ReasonBudget.

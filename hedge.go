@@ -8,41 +8,42 @@ import (
 	"github.com/httpretry/httpretry/internal/demotion"
 )
 
-// Hedge sends speculative copies of a slow request, to cut the tail
-// latency that one slow replica gives every caller. Only requests that may
-// be resent and whose body can be replayed are hedged; a copy goes to the
-// next fallback origin not yet tried, if any (with SameOrigin, to the
-// request's own origin), is charged to the retry
-// budget of the origin the request's round started at (the request it
-// copies), wherever it goes, and counts against MaxRetries, so one request
-// never costs the upstream more than 1 + MaxRetries calls (candidates +
-// MaxRetries with fallbacks). The zero value sends no copies.
+// Hedge sends speculative copies of a slow request. It cuts the tail latency
+// that one slow replica gives every caller. The zero value sends no copies.
 //
-// With Quantile set, the delay is learned per origin: a copy goes when the
-// attempt has waited that quantile of the origin's recent times to
-// response headers (Dean and Barroso's "The Tail at Scale" hedges at the
-// 95th percentile), so that it follows the origin as it speeds up or slows
-// down. Learned copies are also capped per origin at 2·(1 − Quantile) of
-// its requests in the budget's window, at least 1.
+// Only requests that may be resent, and whose body can be replayed, are hedged.
+// A copy goes to the next fallback origin not yet tried, if any. With
+// SameOrigin, it goes to the request's own origin. Wherever it goes, it is
+// charged to the retry budget of the origin the request's round started at (the
+// request it copies). It counts against MaxRetries. So one request never costs
+// the upstream more than 1 + MaxRetries calls, or candidates + MaxRetries with
+// fallbacks.
+//
+// With Quantile set, the delay is learned per origin. A copy goes when the
+// attempt has waited that quantile of the origin's recent times to response
+// headers. Dean and Barroso's "The Tail at Scale" hedges at the 95th
+// percentile. So the delay follows the origin as it speeds up or slows down.
+// Learned copies are also capped per origin at 2·(1 − Quantile) of its requests
+// in the budget's window, at least 1.
 type Hedge struct {
 	// After is how long an attempt may go without response headers before
-	// another copy is sent; 0 turns hedging off. With Quantile, it is the
-	// delay while the origin is cold (fewer than 32 times recorded), and 0
+	// another copy is sent; 0 turns hedging off. With Quantile, After is the
+	// delay while the origin is cold (fewer than 32 times recorded). There, 0
 	// sends no copy while cold.
 	After time.Duration
-	// Max is the number of copies sent at most beside the attempt they
-	// hedge, at most 16; 0 means 1 when After or Quantile is set.
+	// Max is the number of copies sent at most beside the attempt they hedge,
+	// at most 16. 0 means 1 when After or Quantile is set.
 	Max int
-	// Quantile, in [0.5, 0.999], learns the delay: a copy goes when the
-	// attempt has waited this quantile of its origin's recent times to
-	// response headers. 0 keeps the fixed After.
+	// Quantile, in [0.5, 0.999], learns the delay. A copy goes when the attempt
+	// has waited this quantile of its origin's recent times to response
+	// headers. 0 keeps the fixed After.
 	Quantile float64
 	// MinAfter is the least learned delay; 0 means 1 ms. Only with
 	// Quantile.
 	MinAfter time.Duration
-	// SameOrigin sends every copy to the request's own origin, never to
-	// a fallback, so that a cold standby serves failures only; false
-	// sends a copy to the next fallback not yet tried, as a resend goes.
+	// SameOrigin sends every copy to the request's own origin, never to a
+	// fallback. So a cold standby serves failures only. false sends a copy to
+	// the next fallback not yet tried, as a resend goes.
 	SameOrigin bool
 }
 

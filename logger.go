@@ -8,23 +8,23 @@ import (
 	"strings"
 )
 
-// WithLogger logs every retry, hedge and fallback at slog.LevelDebug, every
-// give-up and demotion at slog.LevelWarn and every restore at
-// slog.LevelInfo to l. It is an observer (see
-// WithObserver) and nothing more: without it nothing is logged, and a nil l
-// is ignored.
+// WithLogger logs every event to l. Retries, hedges, fallbacks and resumes go
+// at slog.LevelDebug. Give-ups and demotions go at slog.LevelWarn, and restores
+// at slog.LevelInfo. It is an observer (see WithObserver) and nothing more.
+// Without it nothing is logged, and a nil l is ignored.
 //
-// A record carries the attributes method, url, attempt, and, where the
-// event has them, status, error, delay, reason and origin. The url is the
-// scheme, host and path only: the query, user info and fragment, which
-// often hold credentials, are never logged, and neither is any header. The
-// error text is cleaned the same way, since net/http's errors (*url.Error),
-// and middlewares inside httpretry, quote the whole URL: every URL in it is
-// cut, whichever origin the attempt went to, and the request's user info,
-// query and fragment are taken out wherever they appear.
+// A record carries the attributes method, url and attempt. Where the event has
+// them, it also carries status, error, delay, offset, reason and origin.
 //
-// Each event is checked first with l.Enabled on the request's context, so
-// a disabled level costs no allocation, retries included.
+// The url is the scheme, host and path only. The query, user info and fragment
+// often hold credentials, so they are never logged, and neither is any header.
+// The error text is cleaned the same way. net/http's errors (*url.Error), and
+// middlewares inside httpretry, quote the whole URL. So every URL in the error
+// is cut, whichever origin the attempt went to. The request's user info, query
+// and fragment are taken out wherever they appear.
+//
+// Each event is checked first with l.Enabled on the request's context. So a
+// disabled level costs no allocation, retries included.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) {
 		if l != nil {

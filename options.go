@@ -1,7 +1,7 @@
 package httpretry
 
-// Option configures New and Middleware. Options apply in order; only the
-// With… functions of this package make them.
+// Option configures New and Middleware. Options apply in order. Only the With…
+// functions of this package make them.
 type Option interface {
 	apply(*config)
 }
@@ -29,10 +29,10 @@ func WithPolicy(p Policy) Option {
 }
 
 // WithHostPolicy sets the policy of one host. "api.example.com" matches every
-// port of that host; "api.example.com:8443" matches that port only and wins
-// over the former. Host names are compared without regard to case, and a
-// URL without a port matches its scheme's default port. New panics if host
-// is malformed or p is invalid.
+// port of that host. "api.example.com:8443" matches that port only, and wins
+// over the former. Host names are compared without regard to case. A URL
+// without a port matches its scheme's default port. New panics if host is
+// malformed or p is invalid.
 func WithHostPolicy(host string, p Policy) Option {
 	return optionFunc(func(c *config) { c.hosts = append(c.hosts, hostOption{host, p}) })
 }
@@ -48,11 +48,14 @@ func WithBudgets(b *Budgets) Option {
 	})
 }
 
-// WithObserver adds fn to the functions told of every retry, hedge,
-// fallback, give-up, demotion and restore (see EventKind). They are called
-// synchronously on the request's goroutine, in the order given, with no lock
-// held: they must be cheap and safe for concurrent use. A probe's verdict
-// that comes after RoundTrip returned is told on the probe's own
+// WithObserver adds fn to the functions told of every event (see EventKind).
+// Those are every retry, hedge, fallback, give-up, demotion, restore and
+// resume.
+//
+// They are called synchronously on the request's goroutine, in the order given,
+// with no lock held. So they must be cheap and safe for concurrent use. A
+// resume is told on the goroutine that reads the response body. A probe's
+// verdict may come after RoundTrip returned. It is then told on the probe's own
 // goroutine, where a panic is recovered and dropped. A nil fn is ignored.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {

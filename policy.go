@@ -14,80 +14,83 @@ import (
 // MaxRetriesLimit is the most resends a Policy or WithMaxRetries may ask for.
 const MaxRetriesLimit = 16
 
-// Policy says when and how a request is resent. A Policy is a plain value:
-// New resolves it once, so changing it afterwards has no effect on a
-// transport. A Go literal means what its JSON means: every field but
-// MaxRetries left zero takes DefaultPolicy's value, as a key left out of
-// JSON does, and a feature DefaultPolicy turns on is turned off by a
-// negative value (Demote.After -1), so Policy{MaxRetries: 2} and
-// {"maxRetries": 2} are one policy. The zero Policy turns retrying off. A
-// Policy reads and writes JSON, RetryIf aside (see ParseConfig).
+// Policy says when and how a request is resent. A Policy is a plain value. New
+// resolves it once, so changing it afterwards has no effect on a transport.
+//
+// A Go literal means what its JSON means. Every field but MaxRetries left zero
+// takes DefaultPolicy's value, as a key left out of JSON does. A feature
+// DefaultPolicy turns on is turned off by a negative value (Demote.After -1).
+// So Policy{MaxRetries: 2} and {"maxRetries": 2} are one policy. The zero
+// Policy turns retrying off.
+//
+// A Policy reads and writes JSON, RetryIf aside (see ParseConfig).
 type Policy struct {
-	// MaxRetries is the number of resends after the first attempt, at most
-	// 16. 0 turns retrying off: with no fallback origin and no
-	// PerTryTimeout or Deadline, requests pass through untouched, with no
-	// buffering and no extra work (over a base other than an
-	// *http.Transport, in a copy marked as attempt 1, so that an httpretry
-	// inside resends nothing either); the time bounds still hold, and
-	// each fallback origin still gets its one attempt.
+	// MaxRetries is the number of resends after the first attempt, at most 16.
+	// 0 turns retrying off. Each fallback origin still gets its one attempt
+	// then, and the time bounds still hold.
+	//
+	// With MaxRetries 0, no fallback origin, and no PerTryTimeout or Deadline,
+	// requests pass through untouched. They get no buffering and no extra work.
+	// Over a base other than an *http.Transport, each goes in a copy marked as
+	// attempt 1. So an httpretry inside resends nothing either.
 	MaxRetries int
-	// Backoff sets the wait before each resend; the zero value means
+	// Backoff sets the wait before each resend. The zero value means
 	// DefaultPolicy's: full jitter from 100 ms to 2 s.
 	Backoff Backoff
-	// RetryOn lists the statuses that are retried; nil means
-	// DefaultRetryStatuses, and an empty non-nil slice retries only
-	// transport errors.
+	// RetryOn lists the statuses that are retried. nil means
+	// DefaultRetryStatuses. An empty non-nil slice retries only transport
+	// errors.
 	RetryOn []int
-	// PerTryTimeout bounds each attempt until its response headers arrive,
-	// re-armed in full for every attempt; 0 means no bound. The body of the
+	// PerTryTimeout bounds each attempt until its response headers arrive; 0
+	// means no bound. It is re-armed in full for every attempt. The body of the
 	// returned response is governed by the request's context alone.
 	PerTryTimeout time.Duration
-	// Deadline bounds the whole request, from the first attempt to the last
-	// and the waits between them; 0 leaves only the context's deadline.
+	// Deadline bounds the whole request, from the first attempt to the last and
+	// the waits between them. 0 leaves only the context's deadline.
 	Deadline time.Duration
-	// MaxRetryAfter is the longest Retry-After honoured; a response asking
-	// for longer is returned at once. 0 means 30 s.
+	// MaxRetryAfter is the longest Retry-After honoured; 0 means 30 s. A
+	// response asking for longer is returned at once.
 	MaxRetryAfter time.Duration
-	// MaxReplayBytes is the largest body without GetBody that is recorded
-	// for replay as it is sent; a longer body is sent once, whole, and not
-	// resent. 0 means 1 MiB; negative means never record.
+	// MaxReplayBytes is the largest body without GetBody that is recorded for
+	// replay as it is sent. A longer body is sent once, whole, and not resent.
+	// 0 means 1 MiB; negative means never record.
 	MaxReplayBytes int64
-	// IdempotencyHeader names the header that makes a POST or PATCH
-	// resendable when it has a non-blank value, or a nil or empty one
-	// (net/http's way to mark a request idempotent without sending the
-	// header); "" means Idempotency-Key or X-Idempotency-Key.
+	// IdempotencyHeader names the header that makes a POST or PATCH resendable;
+	// "" means Idempotency-Key or X-Idempotency-Key. The header makes it so
+	// when it has a non-blank value. So does a nil or empty one: net/http's way
+	// to mark a request idempotent without sending the header.
 	IdempotencyHeader string
-	// AutoIdempotencyKey adds a random key to POST and PATCH requests that
-	// lack one and that WithIdempotent does not mark, so that they can be
-	// resent; every attempt carries the same key, and the caller's request
-	// is not modified.
+	// AutoIdempotencyKey adds a random key to POST and PATCH requests that lack
+	// one, so that they can be resent. Requests that WithIdempotent marks get
+	// none. Every attempt carries the same key, and the caller's request is not
+	// modified.
 	AutoIdempotencyKey bool
 	// Budget sizes the per-host retry budget every resend is charged to.
 	Budget BudgetConfig
 	// Hedge sends speculative copies of slow requests; the zero value sends
-	// none. A copy is a resend: a Hedge that sends copies needs MaxRetries
+	// none. A copy is a resend. So a Hedge that sends copies needs MaxRetries
 	// of at least 1.
 	Hedge Hedge
 	// Fallbacks are other origins ("https://backup.example.com",
-	// "http://10.0.0.7:8080") that serve the same requests, tried in order
-	// after the request's own; see WithFallbacks for one request's list.
-	// One request costs at most 1 + len(Fallbacks) + MaxRetries upstream
-	// calls. An https request is never sent to an http origin.
+	// "http://10.0.0.7:8080") that serve the same requests. They are tried in
+	// order after the request's own. WithFallbacks sets one request's list. One
+	// request costs at most 1 + len(Fallbacks) + MaxRetries upstream calls. An
+	// https request is never sent to an http origin.
 	Fallbacks []string
 	// Demote moves an origin that keeps failing behind the request's other
-	// candidates for a while: after 5 consecutive failures, as in
-	// DefaultPolicy, when it is zero; Demote{After: -1} keeps their
-	// configured order.
+	// candidates for a while. When it is zero, that happens after 5 consecutive
+	// failures, as in DefaultPolicy. Demote{After: -1} keeps their configured
+	// order.
 	Demote Demote
-	// Resume continues a GET response body that breaks mid-stream from
-	// the byte it reached, with a Range request (see Resume);
-	// DefaultPolicy resumes up to 3 times.
+	// Resume continues a GET response body that breaks mid-stream from the byte
+	// it reached, with a Range request (see Resume). DefaultPolicy resumes up
+	// to 3 times.
 	Resume Resume
 	// RetryIf, when set, decides which outcomes are failures worth another
-	// attempt, in place of RetryOn and the transport-error rule; it must
-	// not read or close the response body. The caller's context ending is
-	// never retried, and every other check (idempotency, body, MaxRetries,
-	// waits, deadline, budget) still applies. It is not part of JSON.
+	// attempt. It takes the place of RetryOn and the transport-error rule. It
+	// must not read or close the response body. The caller's context ending is
+	// never retried. Every other check still applies: idempotency, body,
+	// MaxRetries, waits, deadline and budget. It is not part of JSON.
 	RetryIf func(resp *http.Response, err error) bool
 }
 
@@ -98,19 +101,25 @@ const (
 )
 
 // DefaultRetryStatuses returns a fresh slice of the statuses retried by
-// default: 429, 502, 503 and 504. A 500 is not among them: it usually
-// reports a bug that a resend repeats.
+// default: 429, 502, 503 and 504. A 500 is not among them. It usually reports a
+// bug that a resend repeats.
 func DefaultRetryStatuses() []int {
 	return []int{http.StatusTooManyRequests, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 }
 
-// DefaultPolicy is the policy New uses without WithPolicy: 3 resends,
-// full jitter from 100 ms to 2 s, statuses 429 502 503 504, Retry-After up
-// to 30 s, bodies up to 1 MiB recorded for replay, and a budget of 20 % of
-// the requests of the last 10 s, and beyond that share up to 10 from a
-// floor credit that the requests earn back (see BudgetConfig). It sets no
-// time bound (PerTryTimeout, Deadline), so that a long poll is never cut.
+// DefaultPolicy is the policy New uses without WithPolicy. It makes up to 3
+// resends on statuses 429 502 503 504, waiting with full jitter from 100 ms
+// to 2 s. It honours Retry-After up to 30 s, and records bodies up to 1 MiB
+// for replay.
+//
+// Its budget grants 20 % of the requests of the last 10 s. Beyond that share,
+// it grants up to 10 from a floor credit that the requests earn back (see
+// BudgetConfig). It demotes an origin after 5 failures in a row, and resumes a
+// broken body up to 3 times.
+//
+// It sets no time bound (PerTryTimeout, Deadline), so that a long poll is never
+// cut.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxRetries:     defaultMaxRetries,

@@ -81,20 +81,23 @@ func (h *Hedge) jsonFields() []jsonField {
 	}
 }
 
-// MarshalJSON writes every field of p but RetryIf, so that the text read
-// back gives p whatever it is decoded over. A nil RetryOn or Fallbacks is
-// null; the zero Backoff is the default backoff's text.
+// MarshalJSON writes every field of p but RetryIf. So the text read back gives
+// p, whatever it is decoded over. A nil RetryOn or Fallbacks is null. The zero
+// Backoff is the default backoff's text.
 func (p Policy) MarshalJSON() ([]byte, error) { return marshalObject(p.jsonFields()) }
 
-// UnmarshalJSON decodes a JSON object as ParseConfig decodes default: it
-// starts from DefaultPolicy, whatever p held, so that a field left out
-// takes DefaultPolicy's value; RetryIf, which JSON does not carry, is kept.
-// null leaves p as it is, and makes RetryOn or Fallbacks nil. Names are
-// matched exactly; an unknown field, a value of the wrong type, a
-// malformed duration or Backoff is an error, every one of them named in
-// it, and p is then left as it was. Values are not validated here (New and
-// ParseConfig do that), except a duration that is not 0 as written but
-// below 1ns ("0.5ns"), which would read as 0: none, or the default.
+// UnmarshalJSON decodes a JSON object as ParseConfig decodes default. It starts
+// from DefaultPolicy, whatever p held, so a field left out takes
+// DefaultPolicy's value. RetryIf, which JSON does not carry, is kept. null
+// leaves p as it is, and makes RetryOn or Fallbacks nil.
+//
+// Names are matched exactly. An unknown field is an error, as are a value of
+// the wrong type and a malformed duration or Backoff. The error names every one
+// of them, and p is then left as it was.
+//
+// Values are not validated here: New and ParseConfig do that. The exception is
+// a duration below 1ns ("0.5ns") that is not 0 as written. It would read as 0,
+// which means none or the default.
 func (p *Policy) UnmarshalJSON(data []byte) error {
 	start := DefaultPolicy()
 	start.RetryIf = p.RetryIf
@@ -106,8 +109,8 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 func (c BudgetConfig) MarshalJSON() ([]byte, error) { return marshalObject(c.jsonFields()) }
 
 // UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
-// "budget": a field left out takes the value of DefaultPolicy's Budget,
-// whatever c held, and c is left as it was on an error.
+// "budget". A field left out takes the value of DefaultPolicy's Budget,
+// whatever c held. On an error, c is left as it was.
 func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("budget", data, c, DefaultPolicy().Budget)
 }
@@ -117,9 +120,9 @@ func (c *BudgetConfig) UnmarshalJSON(data []byte) error {
 func (h Hedge) MarshalJSON() ([]byte, error) { return marshalObject(h.jsonFields()) }
 
 // UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
-// "hedge": a field left out takes the value of DefaultPolicy's Hedge, zero,
-// whatever h held, and h is left as it was on an error. Values are not
-// validated here: Validate of the Policy that holds h does that.
+// "hedge". A field left out takes the value of DefaultPolicy's Hedge, zero,
+// whatever h held. On an error, h is left as it was. Values are not validated
+// here: Validate of the Policy that holds h does that.
 func (h *Hedge) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("hedge", data, h, DefaultPolicy().Hedge)
 }
@@ -129,8 +132,8 @@ func (h *Hedge) UnmarshalJSON(data []byte) error {
 func (d Demote) MarshalJSON() ([]byte, error) { return marshalObject(d.jsonFields()) }
 
 // UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
-// "demote": a field left out takes the value of DefaultPolicy's Demote,
-// whatever d held, and d is left as it was on an error.
+// "demote". A field left out takes the value of DefaultPolicy's Demote,
+// whatever d held. On an error, d is left as it was.
 func (d *Demote) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("demote", data, d, DefaultPolicy().Demote)
 }
@@ -140,8 +143,8 @@ func (d *Demote) UnmarshalJSON(data []byte) error {
 func (r Resume) MarshalJSON() ([]byte, error) { return marshalObject(r.jsonFields()) }
 
 // UnmarshalJSON decodes a JSON object as Policy.UnmarshalJSON decodes its
-// "resume": a field left out takes the value of DefaultPolicy's Resume,
-// whatever r held, and r is left as it was on an error.
+// "resume". A field left out takes the value of DefaultPolicy's Resume,
+// whatever r held. On an error, r is left as it was.
 func (r *Resume) UnmarshalJSON(data []byte) error {
 	return unmarshalObject("resume", data, r, DefaultPolicy().Resume)
 }

@@ -9,40 +9,46 @@ import (
 	"github.com/httpretry/httpretry/internal/httprange"
 )
 
-// Resume continues a response body that breaks mid-stream (a reset, an
-// unexpected EOF, an HTTP/2 stream error, or, with Idle, a body that stops
-// arriving) from the byte it reached: a GET whose body fails in the
-// caller's Read asks the same origin for the rest with Range and If-Range,
-// and the caller reads on as if nothing had happened, or gets an error
+// Resume continues a response body that breaks mid-stream, from the byte it
+// reached. A break is a reset, an unexpected EOF or an HTTP/2 stream error.
+// With Idle, it is also a body that stops arriving. A GET whose body fails in
+// the caller's Read then asks the same origin for the rest, with Range and
+// If-Range. The caller reads on as if nothing had happened. Or it gets an error
 // that wraps the original one and says why the rest could not be had.
 //
-// Only a body that can be resumed exactly is: a GET, not an Upgrade
-// request, under a policy that may resend (MaxRetries > 0), answered with a
-// 200, or with a 206 to the caller's own single Range; not decoded by Go's
-// transparent gzip and with no Content-Encoding but identity; of a known
-// length of at least MinBytes; with a strong validator (an ETag not marked
-// W/, else a Last-Modified at least 60 s before Date); and without
-// Accept-Ranges: none. Any other response is returned exactly as it came,
-// at no cost.
+// Only a body that can be resumed exactly is. That is the body of a response
+// that meets all of these:
 //
-// A resume's answer is delivered only if it is the rest of the same
-// version: a 206 of exactly that range, whose ETag (or Last-Modified, for
-// a Last-Modified validator), if it has one, is the validator, and whose
-// Content-Length, if any, is the range's; or a 200 with the validator,
-// whose first bytes are skipped. Else the body ends with ErrBodyChanged.
-// No byte past the end the headers declare is delivered.
+//   - It answers a GET, not an Upgrade request, under a policy that may
+//     resend (MaxRetries > 0).
+//   - It is a 200, or a 206 to the caller's own single Range.
+//   - It is not decoded by Go's transparent gzip, and has no
+//     Content-Encoding but identity.
+//   - Its length is known, and at least MinBytes.
+//   - It has a strong validator: an ETag not marked W/, else a
+//     Last-Modified at least 60 s before Date.
+//   - It has no Accept-Ranges: none.
 //
-// A resume request is a resend in every other way: it is charged to the
-// origin's retry budget, honours Retry-After up to MaxRetryAfter, waits the
-// policy's backoff when resume requests fail in a row without a byte
-// delivered between them, is not sent once the policy's Deadline has
-// passed, and ends with the request's context or the body's Close.
+// Any other response is returned exactly as it came, at no cost.
+//
+// A resume's answer is delivered only if it is the rest of the same version.
+// One such answer is a 206 of exactly that range. Its ETag, if it has one, must
+// be the validator (its Last-Modified, for a Last-Modified validator). Its
+// Content-Length, if any, must be the range's. The other is a 200 with the
+// validator, whose first bytes are skipped. Any other answer ends the body with
+// ErrBodyChanged. No byte past the end the headers declare is delivered.
+//
+// A resume request is a resend in every other way. It is charged to the
+// origin's retry budget. It honours Retry-After up to MaxRetryAfter. When
+// resume requests fail in a row without a byte delivered between them, it waits
+// the policy's backoff. It is not sent once the policy's Deadline has passed.
+// It ends with the request's context or the body's Close.
 type Resume struct {
-	// Max is the number of resume requests one response body may make, at
-	// most 100; 0 means 3, and a negative value turns resuming off.
+	// Max is the number of resume requests one response body may make, at most
+	// 100. 0 means 3, and a negative value turns resuming off.
 	Max int
 	// Idle, when set, makes a body that delivers no byte for Idle count as
-	// broken: its attempt is abandoned and the rest asked for. 0 means no
+	// broken. Its attempt is abandoned and the rest asked for. 0 means no
 	// timer.
 	Idle time.Duration
 	// MinBytes is the shortest body that is resumed; 0 means 64 KiB.

@@ -6,12 +6,13 @@ import (
 	"time"
 )
 
-// ParseRetryAfter reads a Retry-After value (RFC 9110 §10.2.3) as the wait
-// it asks for, measured from now. Both forms are accepted: delay-seconds
-// (1*DIGIT, so "1.5" and "-1" are not) and an HTTP-date in any of the three
-// formats http.ParseTime knows; a date in the past asks for no wait. It
-// reports false for anything else, including a number of seconds too large
-// for a time.Duration, so that the caller falls back to its own backoff.
+// ParseRetryAfter reads a Retry-After value (RFC 9110 §10.2.3) as the wait it
+// asks for, measured from now. Both forms are accepted. One is delay-seconds:
+// 1*DIGIT, so "1.5" and "-1" are not. The other is an HTTP-date in any of the
+// three formats http.ParseTime knows. A date in the past asks for no wait.
+//
+// It reports false for anything else, such as a number of seconds too large for
+// a time.Duration. The caller then falls back to its own backoff.
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.Trim(v, " \t")
 	if v == "" {

@@ -11,10 +11,10 @@ import (
 	"github.com/httpretry/httpretry/internal/demotion"
 )
 
-// RetryTransport is an http.RoundTripper that resends failed requests when
-// it is safe and the host's retry budget allows. Build it with New; it is
+// RetryTransport is an http.RoundTripper that resends failed requests when it
+// is safe and the host's retry budget allows. Build it with New. It is
 // immutable afterwards and safe for concurrent use. The zero RetryTransport
-// behaves as New(nil) would, and every zero RetryTransport shares one such
+// behaves as New(nil) would. Every zero RetryTransport shares one such
 // transport, budgets included.
 type RetryTransport struct {
 	base      http.RoundTripper
@@ -29,19 +29,18 @@ type RetryTransport struct {
 
 var _ http.RoundTripper = (*RetryTransport)(nil)
 
-// New returns a RetryTransport sending through base, or through
-// cleanhttp.DefaultPooledTransport() when base is nil. Without WithPolicy
-// every host gets DefaultPolicy(). New panics if an option holds an invalid
-// policy or host, as regexp.MustCompile does: it is a programming error,
-// best found at start-up.
+// New returns a RetryTransport sending through base. A nil base means
+// cleanhttp.DefaultPooledTransport(). Without WithPolicy, every host gets
+// DefaultPolicy(). New panics if an option holds an invalid policy or host, as
+// regexp.MustCompile does. That is a programming error, best found at start-up.
 func New(base http.RoundTripper, opts ...Option) *RetryTransport {
 	c := newConfig(opts)
 	return c.transport(base, c.buildPolicies())
 }
 
 // Middleware returns a constructor that wraps a base RoundTripper in a
-// RetryTransport, for middleware chains. It checks opts at once and panics
-// like New. Each transport it makes has its own budgets unless opts hold
+// RetryTransport, for middleware chains. It checks opts at once and panics like
+// New. Each transport it makes has its own budgets unless opts hold
 // WithBudgets.
 func Middleware(opts ...Option) func(http.RoundTripper) http.RoundTripper {
 	c := newConfig(opts)
@@ -90,10 +89,10 @@ func (t *RetryTransport) CloseIdleConnections() {
 	}
 }
 
-// RoundTrip sends req, and resends it while the outcome is retryable and
-// the policy, the request's safety and the host's budget allow. It returns
-// the first response that is not retried, or the last response or error
-// when it stops, with the response body unread. It never modifies req, and
+// RoundTrip sends req. It resends req while the outcome is retryable and the
+// policy, the request's safety and the host's budget allow. It returns the
+// first response that is not retried. When it stops, it returns the last
+// response or error, with the response body unread. It never modifies req, and
 // closes req.Body on every path.
 func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.base == nil {

@@ -1,7 +1,7 @@
 // Package otelretry reports what httpretry does as OpenTelemetry metrics.
 //
-// Observer counts retries, hedged copies, fallbacks and give-ups from
-// httpretry's events:
+// Observer counts retries, hedged copies, fallbacks, give-ups, demotions
+// and resumes from httpretry's events:
 //
 //	observe, err := otelretry.Observer(otel.Meter("myservice"))
 //	if err != nil {
