@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,19 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 		c.Window = defaultBudgetWindow
 	}
 	return c
+}
+
+// problems lists what is wrong with c, each as "Budget.Field text", for
+// Policy.Validate.
+func (c BudgetConfig) problems() []string {
+	var bad []string
+	if c.Percent < 0 || c.Percent > maxBudgetPercent {
+		bad = append(bad, fmt.Sprintf("Budget.Percent %d is outside 0..%d", c.Percent, maxBudgetPercent))
+	}
+	if c.Window < 0 {
+		bad = append(bad, fmt.Sprintf("Budget.Window %v is negative", c.Window))
+	}
+	return bad
 }
 
 func newBudgetParams(cfg BudgetConfig) *budgetParams {

@@ -185,14 +185,9 @@ func (p Policy) problems() []problem {
 	if h := p.IdempotencyHeader; h != "" && !validHeaderName(h) {
 		add("IdempotencyHeader", "%q is not a header name", h)
 	}
-	if p.Budget.Percent < 0 || p.Budget.Percent > maxBudgetPercent {
-		add("Budget.Percent", "%d is outside 0..%d", p.Budget.Percent, maxBudgetPercent)
-	}
-	if p.Budget.Window < 0 {
-		add("Budget.Window", "%v is negative", p.Budget.Window)
-	}
-	// Hedge, Demote and Resume word each problem as "Type.Field text".
-	for _, s := range slices.Concat(p.Hedge.problems(), p.Demote.problems(), p.Resume.problems()) {
+	// The nested structs word each problem as "Type.Field text".
+	for _, s := range slices.Concat(p.Budget.problems(), p.Hedge.problems(), p.Demote.problems(),
+		p.Resume.problems()) {
 		field, text, _ := strings.Cut(s, " ")
 		bad = append(bad, problem{field, text})
 	}

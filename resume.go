@@ -100,41 +100,51 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 		}
 		n, err := b.readCurrent(p)
 		b.pos += int64(n)
-		switch {
-		case err == nil:
-			return n, nil
-		case err == errPastEnd:
-			err = b.ranPast()
-			b.end(err)
-			return n, err
-		case b.pos > b.at.last:
-			// Every byte is delivered: an error after the last one (a
-			// reset before the chunk's end) loses nothing.
-			if err == io.EOF {
-				b.keepTrailer()
-			}
-			b.end(io.EOF)
-			return n, io.EOF
-		case err == io.EOF:
-			// Before the declared length, whatever the caller is doing: a
-			// truncated body must never read as complete.
-			err = io.ErrUnexpectedEOF
-			if b.callersDoing() {
-				b.end(err)
-				return n, err
-			}
-		case b.callersDoing():
-			if err == errBodyIdle {
-				err = errReadOnClosedBody // Close stopped the timer, which had not fired
-			}
-			b.end(err)
+		if end, err := b.settleRead(err); end {
 			return n, err
 		}
-		b.broke(err)
 		if n > 0 {
 			return n, nil
 		}
 	}
+}
+
+// settleRead says what a read of the current body that ended with err
+// means. With end, the caller gets the bytes and the error returned (nil:
+// the bytes alone). Otherwise the body broke, and the next read resumes it.
+func (b *resumeBody) settleRead(err error) (end bool, _ error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case err == errPastEnd:
+		err = b.ranPast()
+		b.end(err)
+		return true, err
+	case b.pos > b.at.last:
+		// Every byte is delivered: an error after the last one (a reset
+		// before the chunk's end) loses nothing.
+		if err == io.EOF {
+			b.keepTrailer()
+		}
+		b.end(io.EOF)
+		return true, io.EOF
+	case err == io.EOF:
+		// Before the declared length, whatever the caller is doing: a
+		// truncated body must never read as complete.
+		err = io.ErrUnexpectedEOF
+		if b.callersDoing() {
+			b.end(err)
+			return true, err
+		}
+	case b.callersDoing():
+		if err == errBodyIdle {
+			err = errReadOnClosedBody // Close stopped the timer, which had not fired
+		}
+		b.end(err)
+		return true, err
+	}
+	b.broke(err)
+	return false, nil
 }
 
 // readCurrent reads the current body into p: past the bytes it repeats,

@@ -145,18 +145,8 @@ func (o *Origin) RoundTrip(r *http.Request) (*http.Response, error) {
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(r.URL.Host)
 	}
-	switch a.Fault {
-	case Refuse, DialHang:
-		if r.Body != nil {
-			r.Body.Close()
-		}
-		q.read = true
-		o.record(q)
-		if a.Fault == Refuse {
-			return nil, RefusedError()
-		}
-		<-ctx.Done()
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+	if a.Fault == Refuse || a.Fault == DialHang {
+		return nil, o.noConn(ctx, r, q, a.Fault)
 	}
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{})
@@ -183,6 +173,21 @@ func (o *Origin) RoundTrip(r *http.Request) (*http.Response, error) {
 		cl, _ = strconv.ParseInt(v, 10, 64)
 	}
 	return Response(r, status, h, b, cl), nil
+}
+
+// noConn records q, a request that never got a connection, and returns
+// the dial's error: at once for Refuse, when ctx ends for DialHang.
+func (o *Origin) noConn(ctx context.Context, r *http.Request, q *Request, f Fault) error {
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	q.read = true
+	o.record(q)
+	if f == Refuse {
+		return RefusedError()
+	}
+	<-ctx.Done()
+	return &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
 }
 
 var errClosed = errors.New("fakeorigin: read on closed body")
