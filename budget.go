@@ -196,6 +196,10 @@ func (b *Budget) loadParams() *budgetParams {
 }
 
 // Record counts one request. Call it once per request, not per attempt.
+// RetryTransport calls it for every request it sends, so its users never
+// need to. Call it yourself only for requests that reach the host another
+// way but should earn this budget's share, such as those of a client that
+// shares the budget without an httpretry transport.
 func (b *Budget) Record() { b.recordAt(new(instant)) }
 
 // recordAt is Record at now, which it reads only for a host that was idle.
@@ -290,7 +294,10 @@ func (b *Budget) bucketOf(start, slot int64) *bucket {
 }
 
 // TryReserve grants one resend if the budget allows it, and charges it in the
-// same step. So concurrent callers cannot overdraw the budget.
+// same step. So concurrent callers cannot overdraw the budget. RetryTransport
+// calls it before every resend, hedged copy and resume request. Call it
+// yourself only for a resend your own code makes outside httpretry, so that
+// the host's budget bounds it too.
 //
 // A resend is granted while retries+1 ≤ Percent·requests/100 in the window (the
 // share). Failing that, it is granted while retries+1 ≤ MinRetries and the host
