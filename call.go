@@ -14,15 +14,10 @@ import (
 // call is the state of one request across its attempts.
 type call struct {
 	route
-	// targets are the candidates: the request's own origin first, then
-	// its usable fallbacks, the demoted ones moved last (see setTargets);
-	// one holds the own origin when there are none.
-	targets []target
-	one     [1]target
-	ring    int            // where the next resend goes round targets
-	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
-	first   attempt        // attempt 1, held here to save it an allocation
-	lent    bool           // first's context went to the base: see recycle
+	candidates
+	answer *http.Response // with fallbacks: the latest failed answer, kept in memory
+	first  attempt        // attempt 1, held here to save it an allocation
+	lent   bool           // first's context went to the base: see recycle
 
 	sent       int               // attempts sent, hedged copies included
 	drawn      int               // attempts drawn on the pool of maxRetries
@@ -282,17 +277,6 @@ func (c *call) setTargets(now time.Time) {
 	})
 }
 
-// firstTarget is the candidate the first attempt goes to at now: the first
-// in order whose probe, if it is one, this request claims.
-func (c *call) firstTarget(now time.Time) *target {
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.claimProbe(now) {
-			return tg
-		}
-	}
-	return &c.targets[0] // every probe claimed first: the configured first
-}
-
 // budgetOf is tg's budget, nil when disabled. The registry may have
 // forgotten it while this request held it (an idle host with a full
 // credit, swept when another host was added): then it is found again, so
@@ -307,16 +291,6 @@ func (c *call) budgetOf(tg *target) *Budget {
 		tg.rec.budget.configureAt(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget, &now)
 	}
 	return &tg.rec.budget
-}
-
-// isCandidate reports whether o is among the request's candidates already.
-func (c *call) isCandidate(o origin) bool {
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.scheme == o.scheme && tg.host == o.host {
-			return true
-		}
-	}
-	return false
 }
 
 // setRecords gives each candidate whose budget is disabled its record in

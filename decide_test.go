@@ -162,7 +162,7 @@ func TestNextAtFixedInstants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &call{route: route{p: fixed, maxRetries: 3}, drawn: tt.drawn, waitLeft: -1, ring: tt.ring}
+			c := &call{route: route{p: fixed, maxRetries: 3}, drawn: tt.drawn, waitLeft: -1, candidates: candidates{ring: tt.ring}}
 			if tt.same {
 				same := *fixed
 				same.hedge = Hedge{After: ms(10), SameOrigin: true}
@@ -306,7 +306,7 @@ func TestUntried(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &call{targets: tt.targets}
+			c := &candidates{targets: tt.targets}
 			k, ok := c.untried()
 			assert.Equal(t, tt.ok, ok)
 			if ok {
