@@ -15,19 +15,19 @@ import (
 type call struct {
 	route
 	candidates
+	bodies
 	answer *http.Response // with fallbacks: the latest failed answer, kept in memory
 	first  attempt        // attempt 1, held here to save it an allocation
 	lent   bool           // first's context went to the base: see recycle
 
-	sent       int               // attempts sent, hedged copies included
-	drawn      int               // attempts drawn on the pool of maxRetries
-	resendable bool              // the method or a key makes a resend safe
-	upgrade    bool              // the request asks to switch protocols: see upgrades
-	hedged     bool              // attempts are hedged: see hedges
-	header     http.Header       // req.Header plus an added idempotency key; nil: req.Header
-	body       *bodyrec.Recorder // nil: no body, or GetBody replays it
-	waitLeft   time.Duration     // what is left of the wait budget; negative: unbounded
-	deadline   time.Time         // the earlier of policyDeadline and the context's; zero: none
+	sent       int           // attempts sent, hedged copies included
+	drawn      int           // attempts drawn on the pool of maxRetries
+	resendable bool          // the method or a key makes a resend safe
+	upgrade    bool          // the request asks to switch protocols: see upgrades
+	hedged     bool          // attempts are hedged: see hedges
+	header     http.Header   // req.Header plus an added idempotency key; nil: req.Header
+	waitLeft   time.Duration // what is left of the wait budget; negative: unbounded
+	deadline   time.Time     // the earlier of policyDeadline and the context's; zero: none
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
@@ -139,18 +139,27 @@ func (c *call) setBounds() {
 	}
 }
 
-func (c *call) firstBody() io.ReadCloser {
-	if c.body != nil {
-		return c.body.Reader() // a fresh body is always replayable
+// bodies is where each attempt's body comes from: the request's own,
+// GetBody, or the recorder that keeps what the first attempt read, which
+// the next attempt may have to take over from an upload still running.
+// Its methods are given the caller's request, which route holds.
+type bodies struct {
+	body *bodyrec.Recorder // nil: no body, or GetBody replays it
+}
+
+// firstBody is the body of attempt 1.
+func (bs *bodies) firstBody(r *http.Request) io.ReadCloser {
+	if bs.body != nil {
+		return bs.body.Reader() // a fresh body is always replayable
 	}
-	return c.req.Body
+	return r.Body
 }
 
 // uploading reports whether the failed attempt's transport is still
 // uploading the recorded body: the next attempt must take it over (see
 // takeOver).
-func (c *call) uploading() bool {
-	return c.body != nil && c.body.Replayable() && c.body.Busy()
+func (bs *bodies) uploading() bool {
+	return bs.body != nil && bs.body.Replayable() && bs.body.Busy()
 }
 
 // takeOver takes the recorded body from the upload of o's attempt (see
@@ -160,22 +169,21 @@ func (c *call) uploading() bool {
 // returned whole if the body turns out not to be replayable. The loop
 // calls it last, once the next attempt is paid for, announced and still
 // due.
-func (c *call) takeOver(o *outcome) (io.ReadCloser, Reason) {
+func (bs *bodies) takeOver(o *outcome, r *http.Request) (io.ReadCloser, Reason) {
 	if o.resp != nil {
 		if _, ok := hold(o.resp); !ok {
 			o.resp, o.err = nil, errBodyGone
 		}
 	}
-	c.body.Revoke()
-	return c.copyBody()
+	bs.body.Revoke()
+	return bs.copyBody(r)
 }
 
 // copyBody returns a body for another attempt, hedged copies included.
-func (c *call) copyBody() (io.ReadCloser, Reason) {
-	r := c.req
+func (bs *bodies) copyBody(r *http.Request) (io.ReadCloser, Reason) {
 	switch {
-	case c.body != nil:
-		if rr := c.body.Reader(); rr != nil {
+	case bs.body != nil:
+		if rr := bs.body.Reader(); rr != nil {
 			return rr, 0
 		}
 		return nil, ReasonBodyNotReplayable
@@ -227,12 +235,11 @@ func (c *call) releaseProbes() {
 // asks for it, a resend is safe, every copy can have its own body, and
 // the request does not ask to switch protocols.
 func (c *call) hedges() bool {
-	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable(c.req) && !c.upgrade
 }
 
 // replayable reports whether every further attempt can have its own body.
-func (c *call) replayable() bool {
-	r := c.req
+func (c *bodies) replayable(r *http.Request) bool {
 	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()
 }
 
@@ -265,7 +272,7 @@ func (c *call) setTargets(now time.Time) {
 	if !c.demoting() {
 		return
 	}
-	mayProbe := c.resendable && c.replayable()
+	mayProbe := c.resendable && c.replayable(c.req)
 	order := c.targets
 	if !c.reorder {
 		order = order[1:]

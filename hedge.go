@@ -230,7 +230,7 @@ func (h *hedgedRound) hedge() bool {
 	if reason == 0 {
 		// The body comes before the charge: a copy that cannot be sent is
 		// not charged.
-		body, reason = c.copyBody()
+		body, reason = c.copyBody(c.req)
 	}
 	if reason == 0 {
 		if reason = h.charge(now); reason != 0 {

@@ -49,7 +49,7 @@ func (c *call) start(now time.Time) (*http.Response, error) {
 		b.recordAt((*instant)(&now))
 	}
 	first.tried = true
-	return c.loop(c.round(1, first, c.firstBody()))
+	return c.loop(c.round(1, first, c.firstBody(c.req)))
 }
 
 // loop applies each outcome's verdict and resends while the checks allow
@@ -155,7 +155,7 @@ func (c *call) payNext(o *outcome, next *pending) (p plan, uploading bool, reaso
 // pays for it at now (see pay): an attempt without a body is never
 // charged.
 func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
-	body, reason := c.copyBody()
+	body, reason := c.copyBody(c.req)
 	if reason != 0 {
 		return plan{}, nil, reservation{}, reason
 	}
@@ -177,7 +177,7 @@ func (c *call) stillDue(o *outcome, next *pending, wait time.Duration, uploading
 	}
 	if uploading {
 		var reason Reason
-		if next.body, reason = c.takeOver(o); reason != 0 {
+		if next.body, reason = c.takeOver(o, c.req); reason != 0 {
 			return reason
 		}
 	}
