@@ -16,18 +16,16 @@ type call struct {
 	route
 	candidates
 	bodies
+	limits
 	answer *http.Response // with fallbacks: the latest failed answer, kept in memory
 	first  attempt        // attempt 1, held here to save it an allocation
 	lent   bool           // first's context went to the base: see recycle
 
-	sent       int           // attempts sent, hedged copies included
-	drawn      int           // attempts drawn on the pool of maxRetries
-	resendable bool          // the method or a key makes a resend safe
-	upgrade    bool          // the request asks to switch protocols: see upgrades
-	hedged     bool          // attempts are hedged: see hedges
-	header     http.Header   // req.Header plus an added idempotency key; nil: req.Header
-	waitLeft   time.Duration // what is left of the wait budget; negative: unbounded
-	deadline   time.Time     // the earlier of policyDeadline and the context's; zero: none
+	sent       int         // attempts sent, hedged copies included
+	resendable bool        // the method or a key makes a resend safe
+	upgrade    bool        // the request asks to switch protocols: see upgrades
+	hedged     bool        // attempts are hedged: see hedges
+	header     http.Header // req.Header plus an added idempotency key; nil: req.Header
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
@@ -99,7 +97,7 @@ func newCall(rt *route, now time.Time) *call {
 	c.setTargets(now)
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
 	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
-	c.setBounds()
+	c.setBounds(c.req.Context(), c.p.waitBudget, c.policyDeadline)
 	return c
 }
 
@@ -125,18 +123,8 @@ func newCallTo(o *oneOrigin, ctx context.Context) *call {
 	c.one[0] = o.to
 	c.one[0].tried = true
 	c.targets = c.one[:]
-	c.setBounds()
+	c.setBounds(c.req.Context(), c.p.waitBudget, c.policyDeadline)
 	return c
-}
-
-// setBounds starts the call's wait budget, and its deadline: the earlier
-// of the policy's Deadline and its request context's.
-func (c *call) setBounds() {
-	c.waitLeft = c.p.waitBudget
-	c.deadline = c.policyDeadline
-	if d, ok := c.req.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
-		c.deadline = d
-	}
 }
 
 // bodies is where each attempt's body comes from: the request's own,

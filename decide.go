@@ -166,24 +166,3 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, n int) (tim
 	}
 	return wait, 0
 }
-
-// admitCopy decides whether an attempt that cannot wait, a copy, may go
-// to tg at now: any Retry-After still running is too long for it, and it
-// must go before the deadline. The pool is nextCopy's to check.
-func (c *call) admitCopy(tg *target, now time.Time) Reason {
-	switch {
-	case tg.raTooLong, tg.raUntil.After(now):
-		return ReasonRetryAfterTooLong
-	case c.room(now, 0) <= 0:
-		return ReasonDeadline
-	}
-	return 0
-}
-
-// room is how long is left at now, after drain, before the deadline.
-func (c *call) room(now time.Time, drain time.Duration) time.Duration {
-	if c.deadline.IsZero() {
-		return maxDuration
-	}
-	return c.deadline.Sub(now) - drain
-}

@@ -1,7 +1,6 @@
 package httpretry
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -191,7 +190,7 @@ func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
 	st := status(o.resp)
 	c.drop(*o)
 	o.resp = nil
-	reason, err := c.sleep(d)
+	reason, err := c.sleep(c.req.Context(), d)
 	if err == nil {
 		return nil
 	}
@@ -286,39 +285,6 @@ func (c *call) clock(resp *http.Response) time.Time {
 		need = tg.budgeted || !tg.raUntil.IsZero()
 	}
 	return judgedAt(need)
-}
-
-// crosses reports whether d from now would reach the deadline.
-func (c *call) crosses(d time.Duration) bool {
-	return !c.deadline.IsZero() && !time.Now().Add(d).Before(c.deadline)
-}
-
-// sleep waits d before the next attempt. It fails at once if the wait
-// would cross the deadline, the time taken since the wait was decided
-// (draining) included, and early if the context ends first. A deadline
-// not yet reached is no context error: the error does not wrap one.
-func (c *call) sleep(d time.Duration) (Reason, error) {
-	if c.crosses(d) {
-		return ReasonDeadline, fmt.Errorf("the wait of %v would cross the deadline", d)
-	}
-	ctx := c.req.Context()
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return 0, nil
-		case <-ctx.Done():
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		reason := ReasonCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = ReasonDeadline
-		}
-		return reason, fmt.Errorf("context ended while waiting to resend: %w", err)
-	}
-	return 0, nil
 }
 
 // drop lets go of a failed outcome's response. With fallbacks, a short one
