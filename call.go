@@ -226,6 +226,10 @@ func (c *call) hedges() bool {
 	return c.p.hedge.copies() > 0 && c.resendable && c.replayable(c.req) && !c.upgrade
 }
 
+// learns reports whether the call's hedged rounds time their attempts for
+// a learned delay (Hedge.Quantile).
+func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }
+
 // replayable reports whether every further attempt can have its own body.
 func (c *bodies) replayable(r *http.Request) bool {
 	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()

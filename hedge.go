@@ -423,7 +423,3 @@ func (h *hedgedRound) settleProbe(o outcome) {
 	v.alone = true
 	c.applyTo(tg, v)
 }
-
-// learns reports whether the call's hedged rounds time their attempts for
-// a learned delay (Hedge.Quantile).
-func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }
