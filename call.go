@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/httpretry/httpretry/internal/bodyrec"
-	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // call is the state of one request across its attempts.
@@ -202,21 +201,6 @@ func (c *call) tellOvertaken(a *attempt, now time.Time) {
 		return
 	}
 	c.failedAt(now, a.tg, a.n, 0, errOvertaken)
-}
-
-// releaseProbes gives back the probes this request claimed and never gave
-// a verdict on: it ended first (canceled, past its deadline, won by
-// another candidate).
-func (c *call) releaseProbes() {
-	if !c.demoting() {
-		return
-	}
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.probe.Claimed() {
-			tg.rec.demotion.Release(tg.probe)
-			tg.probe = demotion.Probe{}
-		}
-	}
 }
 
 // hedges reports whether this request's attempts are hedged: the policy

@@ -186,3 +186,15 @@ func (c *candidates) isCandidate(o origin) bool {
 	}
 	return false
 }
+
+// releaseProbes gives back the probes this request claimed and never gave
+// a verdict on: it ended first (canceled, past its deadline, won by
+// another candidate). Only a request that demotes claims probes.
+func (c *candidates) releaseProbes() {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.probe.Claimed() {
+			tg.rec.demotion.Release(tg.probe)
+			tg.probe = demotion.Probe{}
+		}
+	}
+}

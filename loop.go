@@ -18,7 +18,9 @@ import (
 // afterFast goes on from the fast path's first outcome, which was not an
 // answer, at now (zero: not read yet).
 func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
-	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
+	if c.demoting() {
+		defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
+	}
 	c.targets[0].tried = true
 	if now.IsZero() {
 		now = c.clock(resp)
@@ -33,7 +35,9 @@ func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.R
 
 // start sends the first attempt at now and goes on from its outcome.
 func (c *call) start(now time.Time) (*http.Response, error) {
-	defer c.releaseProbes()
+	if c.demoting() {
+		defer c.releaseProbes()
+	}
 	if c.body != nil {
 		// Deferred here, not in the loop: a callback that panics in the
 		// first round must leave the caller's body closed too.
