@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -203,7 +204,7 @@ func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
 	if ctxErr := c.req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return fmt.Errorf("httpretry: %w", err)
 	}
-	return c.giveUpError(reason, o.a.tg, err) // the wait would cross a deadline
+	return giveUpError(c.req.Context(), c.sent, reason, o.a.tg, err) // the wait would cross a deadline
 }
 
 // pay pays for the plan next decides at now, and commits it: a
@@ -318,13 +319,13 @@ func (c *call) giveUp(o outcome, reason Reason, about *target) (*http.Response, 
 	if c.answer != nil && c.req.Context().Err() == nil {
 		return c.answer, nil // a caller who gave up gets its context's error
 	}
-	return nil, c.giveUpError(reason, about, o.err)
+	return nil, giveUpError(c.req.Context(), c.sent, reason, about, o.err)
 }
 
-// giveUpError is the error a request that ends on err for reason returns:
-// it says why, whose budget for a spent one, and wraps err and the
-// context's error if the context ended.
-func (c *call) giveUpError(reason Reason, about *target, err error) error {
+// giveUpError is the error a request that ends on err for reason, after
+// sent attempts, returns: it says why, whose budget for a spent one, and
+// wraps err and the error of ctx, the request's context, if it ended.
+func giveUpError(ctx context.Context, sent int, reason Reason, about *target, err error) error {
 	why := reason.String()
 	switch reason {
 	case ReasonBudget:
@@ -332,10 +333,10 @@ func (c *call) giveUpError(reason Reason, about *target, err error) error {
 	case ReasonWaitBudget:
 		why = "wait budget spent"
 	}
-	if ctxErr := c.req.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", why, c.sent, err, ctxErr)
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", why, sent, err, ctxErr)
 	}
-	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, c.sent, err)
+	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, sent, err)
 }
 
 // round sends attempt n to tg and, while it goes without response headers for
