@@ -357,8 +357,3 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
 	return h.run(n, tg, body)
 }
-
-// hasRetryAfter reports whether resp carries a Retry-After to read.
-func hasRetryAfter(resp *http.Response) bool {
-	return resp != nil && resp.Header["Retry-After"] != nil
-}
