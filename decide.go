@@ -66,7 +66,7 @@ func (c *call) refusal(o outcome) Reason {
 	if o.resp != nil && c.upgrade {
 		return ReasonNotRetryable
 	}
-	if !c.resendable && !c.neverSent(o.a, o.err) {
+	if !c.resendable && !o.a.neverSent(o.err, c.body) {
 		return ReasonNotIdempotent
 	}
 	return 0
