@@ -7,6 +7,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/httpretry/httpretry/internal/bodyrec"
 )
 
 // attempt is one sending of the request.
@@ -222,12 +224,13 @@ func (a *attempt) discard(resp *http.Response) {
 	a.end()
 }
 
-// neverSent reports whether attempt a provably never reached the wire: no
+// neverSent reports whether a provably never reached the wire: no
 // connection was obtained, because the transport failed to get one (the
 // trace, if any, saw it look and not find one) or the error says the dial
-// failed, and no body byte was read.
-func (c *call) neverSent(a *attempt, err error) bool {
+// failed, and no byte of body, the request's recorder (nil: none), was
+// read.
+func (a *attempt) neverSent(err error, body *bodyrec.Recorder) bool {
 	return err != nil && !a.gotConn.Load() &&
 		(a.getConn.Load() || dialFailure(err)) &&
-		(c.body == nil || c.body.Untouched())
+		(body == nil || body.Untouched())
 }

@@ -8,31 +8,23 @@ import (
 	"time"
 
 	"github.com/httpretry/httpretry/internal/bodyrec"
-	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // call is the state of one request across its attempts.
 type call struct {
 	route
-	// targets are the candidates: the request's own origin first, then
-	// its usable fallbacks, the demoted ones moved last (see setTargets);
-	// one holds the own origin when there are none.
-	targets []target
-	one     [1]target
-	ring    int            // where the next resend goes round targets
-	answer  *http.Response // with fallbacks: the latest failed answer, kept in memory
-	first   attempt        // attempt 1, held here to save it an allocation
-	lent    bool           // first's context went to the base: see recycle
+	candidates
+	bodies
+	limits
+	answer *http.Response // with fallbacks: the latest failed answer, kept in memory
+	first  attempt        // attempt 1, held here to save it an allocation
+	lent   bool           // first's context went to the base: see recycle
 
-	sent       int               // attempts sent, hedged copies included
-	drawn      int               // attempts drawn on the pool of maxRetries
-	resendable bool              // the method or a key makes a resend safe
-	upgrade    bool              // the request asks to switch protocols: see upgrades
-	hedged     bool              // attempts are hedged: see hedges
-	header     http.Header       // req.Header plus an added idempotency key; nil: req.Header
-	body       *bodyrec.Recorder // nil: no body, or GetBody replays it
-	waitLeft   time.Duration     // what is left of the wait budget; negative: unbounded
-	deadline   time.Time         // the earlier of policyDeadline and the context's; zero: none
+	sent       int         // attempts sent, hedged copies included
+	resendable bool        // the method or a key makes a resend safe
+	upgrade    bool        // the request asks to switch protocols: see upgrades
+	hedged     bool        // attempts are hedged: see hedges
+	header     http.Header // req.Header plus an added idempotency key; nil: req.Header
 }
 
 // sendsAsIs reports whether the first attempt of r can be r itself: no
@@ -104,7 +96,7 @@ func newCall(rt *route, now time.Time) *call {
 	c.setTargets(now)
 	c.first.n, c.first.tg = 1, &c.targets[0]  // as sent by the fast path
 	c.hedged = c.maxRetries > 0 && c.hedges() // a copy draws on the pool
-	c.setBounds()
+	c.setBounds(c.req.Context(), c.p.waitBudget, c.policyDeadline)
 	return c
 }
 
@@ -130,32 +122,31 @@ func newCallTo(o *oneOrigin, ctx context.Context) *call {
 	c.one[0] = o.to
 	c.one[0].tried = true
 	c.targets = c.one[:]
-	c.setBounds()
+	c.setBounds(c.req.Context(), c.p.waitBudget, c.policyDeadline)
 	return c
 }
 
-// setBounds starts the call's wait budget, and its deadline: the earlier
-// of the policy's Deadline and its request context's.
-func (c *call) setBounds() {
-	c.waitLeft = c.p.waitBudget
-	c.deadline = c.policyDeadline
-	if d, ok := c.req.Context().Deadline(); ok && (c.deadline.IsZero() || d.Before(c.deadline)) {
-		c.deadline = d
-	}
+// bodies is where each attempt's body comes from: the request's own,
+// GetBody, or the recorder that keeps what the first attempt read, which
+// the next attempt may have to take over from an upload still running.
+// Its methods are given the caller's request, which route holds.
+type bodies struct {
+	body *bodyrec.Recorder // nil: no body, or GetBody replays it
 }
 
-func (c *call) firstBody() io.ReadCloser {
-	if c.body != nil {
-		return c.body.Reader() // a fresh body is always replayable
+// firstBody is the body of attempt 1.
+func (bs *bodies) firstBody(r *http.Request) io.ReadCloser {
+	if bs.body != nil {
+		return bs.body.Reader() // a fresh body is always replayable
 	}
-	return c.req.Body
+	return r.Body
 }
 
 // uploading reports whether the failed attempt's transport is still
 // uploading the recorded body: the next attempt must take it over (see
 // takeOver).
-func (c *call) uploading() bool {
-	return c.body != nil && c.body.Replayable() && c.body.Busy()
+func (bs *bodies) uploading() bool {
+	return bs.body != nil && bs.body.Replayable() && bs.body.Busy()
 }
 
 // takeOver takes the recorded body from the upload of o's attempt (see
@@ -165,22 +156,21 @@ func (c *call) uploading() bool {
 // returned whole if the body turns out not to be replayable. The loop
 // calls it last, once the next attempt is paid for, announced and still
 // due.
-func (c *call) takeOver(o *outcome) (io.ReadCloser, Reason) {
+func (bs *bodies) takeOver(o *outcome, r *http.Request) (io.ReadCloser, Reason) {
 	if o.resp != nil {
 		if _, ok := hold(o.resp); !ok {
 			o.resp, o.err = nil, errBodyGone
 		}
 	}
-	c.body.Revoke()
-	return c.copyBody()
+	bs.body.Revoke()
+	return bs.copyBody(r)
 }
 
 // copyBody returns a body for another attempt, hedged copies included.
-func (c *call) copyBody() (io.ReadCloser, Reason) {
-	r := c.req
+func (bs *bodies) copyBody(r *http.Request) (io.ReadCloser, Reason) {
 	switch {
-	case c.body != nil:
-		if rr := c.body.Reader(); rr != nil {
+	case bs.body != nil:
+		if rr := bs.body.Reader(); rr != nil {
 			return rr, 0
 		}
 		return nil, ReasonBodyNotReplayable
@@ -213,31 +203,19 @@ func (c *call) tellOvertaken(a *attempt, now time.Time) {
 	c.failedAt(now, a.tg, a.n, 0, errOvertaken)
 }
 
-// releaseProbes gives back the probes this request claimed and never gave
-// a verdict on: it ended first (canceled, past its deadline, won by
-// another candidate).
-func (c *call) releaseProbes() {
-	if !c.demoting() {
-		return
-	}
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.probe.Claimed() {
-			tg.rec.demotion.Release(tg.probe)
-			tg.probe = demotion.Probe{}
-		}
-	}
-}
-
 // hedges reports whether this request's attempts are hedged: the policy
 // asks for it, a resend is safe, every copy can have its own body, and
 // the request does not ask to switch protocols.
 func (c *call) hedges() bool {
-	return c.p.hedge.copies() > 0 && c.resendable && c.replayable() && !c.upgrade
+	return c.p.hedge.copies() > 0 && c.resendable && c.replayable(c.req) && !c.upgrade
 }
 
+// learns reports whether the call's hedged rounds time their attempts for
+// a learned delay (Hedge.Quantile).
+func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }
+
 // replayable reports whether every further attempt can have its own body.
-func (c *call) replayable() bool {
-	r := c.req
+func (c *bodies) replayable(r *http.Request) bool {
 	return !hasBody(r) || r.GetBody != nil || c.body != nil && c.body.Records()
 }
 
@@ -270,7 +248,7 @@ func (c *call) setTargets(now time.Time) {
 	if !c.demoting() {
 		return
 	}
-	mayProbe := c.resendable && c.replayable()
+	mayProbe := c.resendable && c.replayable(c.req)
 	order := c.targets
 	if !c.reorder {
 		order = order[1:]
@@ -280,17 +258,6 @@ func (c *call) setTargets(now time.Time) {
 		tg.probing = probing
 		return last
 	})
-}
-
-// firstTarget is the candidate the first attempt goes to at now: the first
-// in order whose probe, if it is one, this request claims.
-func (c *call) firstTarget(now time.Time) *target {
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.claimProbe(now) {
-			return tg
-		}
-	}
-	return &c.targets[0] // every probe claimed first: the configured first
 }
 
 // budgetOf is tg's budget, nil when disabled. The registry may have
@@ -307,16 +274,6 @@ func (c *call) budgetOf(tg *target) *Budget {
 		tg.rec.budget.configureAt(c.t.policies.lookup(origin{tg.scheme, tg.host}).budget, &now)
 	}
 	return &tg.rec.budget
-}
-
-// isCandidate reports whether o is among the request's candidates already.
-func (c *call) isCandidate(o origin) bool {
-	for i := range c.targets {
-		if tg := &c.targets[i]; tg.scheme == o.scheme && tg.host == o.host {
-			return true
-		}
-	}
-	return false
 }
 
 // setRecords gives each candidate whose budget is disabled its record in

@@ -84,3 +84,117 @@ type target struct {
 
 // origin is "scheme://host[:port]", as events report it.
 func (tg *target) origin() string { return tg.scheme + "://" + tg.host }
+
+// plan is what the loop does after a failed outcome, as next decides it:
+// the attempt it sends, to which candidate, after how long, and how that
+// attempt is announced and paid for. An EventFallback plan is a
+// candidate's first attempt: a request in that origin's budget, with no
+// draw on MaxRetries and no wait. An EventRetry plan (a resend) or an
+// EventHedge plan (a copy) draws on the one pool of MaxRetries and is
+// reserved on the budget of the origin it goes to.
+type plan struct {
+	to   int // index in c.targets
+	wait time.Duration
+	kind EventKind
+}
+
+// candidates are a request's candidates and the ring its resends go
+// round: the request's own origin first, then its usable fallbacks, the
+// demoted ones moved last (see call.setTargets). Only the decisions read
+// the ring; they take the candidates in order (untried) or round it
+// (around).
+type candidates struct {
+	targets []target
+	one     [1]target // holds the own origin when there are no fallbacks
+	ring    int       // where the next resend goes round targets
+}
+
+// ownIndex is where the request's own origin is among its candidates:
+// first, unless demotion moved it back.
+func (c *candidates) ownIndex() int {
+	for k := range c.targets {
+		if !c.targets[k].moved {
+			return k
+		}
+	}
+	return 0
+}
+
+// untried is the next candidate not yet tried, in order, those whose probe
+// another request claimed first (deferred) after the others.
+func (c *candidates) untried() (int, bool) {
+	later := -1
+	for k := range c.targets {
+		switch tg := &c.targets[k]; {
+		case tg.tried:
+		case !tg.deferred:
+			return k, true
+		case later < 0:
+			later = k
+		}
+	}
+	return later, later >= 0
+}
+
+// around goes round the candidates from where the last attempt went, and
+// plans an attempt of kind to the first that admit takes, passing over
+// those in refused. When none can, the reason is the first one's in ring
+// order, with that candidate in the plan's to, for the give-up to name it;
+// the pool and the wait budget are the request's and end it at once.
+func (c *candidates) around(kind EventKind, refused []bool, admit func(*target) (time.Duration, Reason)) (plan, Reason) {
+	var (
+		first Reason
+		by    int // the candidate that gave first
+	)
+	for i := range c.targets {
+		k := (c.ring + i) % len(c.targets)
+		var wait time.Duration
+		reason := ReasonBudget
+		if refused == nil || !refused[k] {
+			wait, reason = admit(&c.targets[k])
+		}
+		switch reason {
+		case 0:
+			return plan{to: k, wait: wait, kind: kind}, 0
+		case ReasonExhausted, ReasonWaitBudget:
+			return plan{}, reason // the request's, not a candidate's
+		}
+		if first == 0 {
+			first, by = reason, k
+		}
+	}
+	return plan{to: by}, first // to: whom the reason is about
+}
+
+// firstTarget is the candidate the first attempt goes to at now: the first
+// in order whose probe, if it is one, this request claims.
+func (c *candidates) firstTarget(now time.Time) *target {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.claimProbe(now) {
+			return tg
+		}
+	}
+	return &c.targets[0] // every probe claimed first: the configured first
+}
+
+// isCandidate reports whether o is among the request's candidates already.
+func (c *candidates) isCandidate(o origin) bool {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.scheme == o.scheme && tg.host == o.host {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseProbes gives back the probes this request claimed and never gave
+// a verdict on: it ended first (canceled, past its deadline, won by
+// another candidate). Only a request that demotes claims probes.
+func (c *candidates) releaseProbes() {
+	for i := range c.targets {
+		if tg := &c.targets[i]; tg.probe.Claimed() {
+			tg.rec.demotion.Release(tg.probe)
+			tg.probe = demotion.Probe{}
+		}
+	}
+}

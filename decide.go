@@ -66,23 +66,10 @@ func (c *call) refusal(o outcome) Reason {
 	if o.resp != nil && c.upgrade {
 		return ReasonNotRetryable
 	}
-	if !c.resendable && !c.neverSent(o.a, o.err) {
+	if !c.resendable && !o.a.neverSent(o.err, c.body) {
 		return ReasonNotIdempotent
 	}
 	return 0
-}
-
-// plan is what the loop does after a failed outcome, as next decides it:
-// the attempt it sends, to which candidate, after how long, and how that
-// attempt is announced and paid for. An EventFallback plan is a
-// candidate's first attempt: a request in that origin's budget, with no
-// draw on MaxRetries and no wait. An EventRetry plan (a resend) or an
-// EventHedge plan (a copy) draws on the one pool of MaxRetries and is
-// reserved on the budget of the origin it goes to.
-type plan struct {
-	to   int // index in c.targets
-	wait time.Duration
-	kind EventKind
 }
 
 // next decides, at now, the attempt after a failed outcome: the first
@@ -148,63 +135,6 @@ func (c *call) nextResume(now time.Time, stuck int) (plan, Reason) {
 	return plan{wait: wait, kind: EventResume}, reason
 }
 
-// ownIndex is where the request's own origin is among its candidates:
-// first, unless demotion moved it back.
-func (c *call) ownIndex() int {
-	for k := range c.targets {
-		if !c.targets[k].moved {
-			return k
-		}
-	}
-	return 0
-}
-
-// untried is the next candidate not yet tried, in order, those whose probe
-// another request claimed first (deferred) after the others.
-func (c *call) untried() (int, bool) {
-	later := -1
-	for k := range c.targets {
-		switch tg := &c.targets[k]; {
-		case tg.tried:
-		case !tg.deferred:
-			return k, true
-		case later < 0:
-			later = k
-		}
-	}
-	return later, later >= 0
-}
-
-// around goes round the candidates from where the last attempt went, and
-// plans an attempt of kind to the first that admit takes, passing over
-// those in refused. When none can, the reason is the first one's in ring
-// order, with that candidate in the plan's to, for the give-up to name it;
-// the pool and the wait budget are the request's and end it at once.
-func (c *call) around(kind EventKind, refused []bool, admit func(*target) (time.Duration, Reason)) (plan, Reason) {
-	var (
-		first Reason
-		by    int // the candidate that gave first
-	)
-	for i := range c.targets {
-		k := (c.ring + i) % len(c.targets)
-		var wait time.Duration
-		reason := ReasonBudget
-		if refused == nil || !refused[k] {
-			wait, reason = admit(&c.targets[k])
-		}
-		switch reason {
-		case 0:
-			return plan{to: k, wait: wait, kind: kind}, 0
-		case ReasonExhausted, ReasonWaitBudget:
-			return plan{}, reason // the request's, not a candidate's
-		}
-		if first == 0 {
-			first, by = reason, k
-		}
-	}
-	return plan{to: by}, first // to: whom the reason is about
-}
-
 // admit decides whether attempt n after the first, counted as the
 // backoff counts, may go to tg at now, and after how long: the backoff's
 // wait, shortened to the wait budget left, lengthened to what tg's
@@ -235,25 +165,4 @@ func (c *call) admit(tg *target, now time.Time, drain time.Duration, n int) (tim
 		return 0, ReasonDeadline
 	}
 	return wait, 0
-}
-
-// admitCopy decides whether an attempt that cannot wait, a copy, may go
-// to tg at now: any Retry-After still running is too long for it, and it
-// must go before the deadline. The pool is nextCopy's to check.
-func (c *call) admitCopy(tg *target, now time.Time) Reason {
-	switch {
-	case tg.raTooLong, tg.raUntil.After(now):
-		return ReasonRetryAfterTooLong
-	case c.room(now, 0) <= 0:
-		return ReasonDeadline
-	}
-	return 0
-}
-
-// room is how long is left at now, after drain, before the deadline.
-func (c *call) room(now time.Time, drain time.Duration) time.Duration {
-	if c.deadline.IsZero() {
-		return maxDuration
-	}
-	return c.deadline.Sub(now) - drain
 }

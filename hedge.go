@@ -230,7 +230,7 @@ func (h *hedgedRound) hedge() bool {
 	if reason == 0 {
 		// The body comes before the charge: a copy that cannot be sent is
 		// not charged.
-		body, reason = c.copyBody()
+		body, reason = c.copyBody(c.req)
 	}
 	if reason == 0 {
 		if reason = h.charge(now); reason != 0 {
@@ -423,7 +423,3 @@ func (h *hedgedRound) settleProbe(o outcome) {
 	v.alone = true
 	c.applyTo(tg, v)
 }
-
-// learns reports whether the call's hedged rounds time their attempts for
-// a learned delay (Hedge.Quantile).
-func (c *call) learns() bool { return c.hedged && c.p.hedge.Quantile > 0 }

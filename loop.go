@@ -19,7 +19,9 @@ import (
 // afterFast goes on from the fast path's first outcome, which was not an
 // answer, at now (zero: not read yet).
 func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
-	defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
+	if c.demoting() {
+		defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
+	}
 	c.targets[0].tried = true
 	if now.IsZero() {
 		now = c.clock(resp)
@@ -34,7 +36,9 @@ func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.R
 
 // start sends the first attempt at now and goes on from its outcome.
 func (c *call) start(now time.Time) (*http.Response, error) {
-	defer c.releaseProbes()
+	if c.demoting() {
+		defer c.releaseProbes()
+	}
 	if c.body != nil {
 		// Deferred here, not in the loop: a callback that panics in the
 		// first round must leave the caller's body closed too.
@@ -49,7 +53,7 @@ func (c *call) start(now time.Time) (*http.Response, error) {
 		b.recordAt((*instant)(&now))
 	}
 	first.tried = true
-	return c.loop(c.round(1, first, c.firstBody()))
+	return c.loop(c.round(1, first, c.firstBody(c.req)))
 }
 
 // loop applies each outcome's verdict and resends while the checks allow
@@ -155,7 +159,7 @@ func (c *call) payNext(o *outcome, next *pending) (p plan, uploading bool, reaso
 // pays for it at now (see pay): an attempt without a body is never
 // charged.
 func (c *call) prepare(o *outcome, now time.Time) (plan, io.ReadCloser, reservation, Reason) {
-	body, reason := c.copyBody()
+	body, reason := c.copyBody(c.req)
 	if reason != 0 {
 		return plan{}, nil, reservation{}, reason
 	}
@@ -177,7 +181,7 @@ func (c *call) stillDue(o *outcome, next *pending, wait time.Duration, uploading
 	}
 	if uploading {
 		var reason Reason
-		if next.body, reason = c.takeOver(o); reason != 0 {
+		if next.body, reason = c.takeOver(o, c.req); reason != 0 {
 			return reason
 		}
 	}
@@ -191,7 +195,7 @@ func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
 	st := status(o.resp)
 	c.drop(*o)
 	o.resp = nil
-	reason, err := c.sleep(d)
+	reason, err := c.sleep(c.req.Context(), d)
 	if err == nil {
 		return nil
 	}
@@ -200,7 +204,7 @@ func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
 	if ctxErr := c.req.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return fmt.Errorf("httpretry: %w", err)
 	}
-	return c.giveUpError(reason, o.a.tg, err) // the wait would cross a deadline
+	return giveUpError(c.req.Context(), c.sent, reason, o.a.tg, err) // the wait would cross a deadline
 }
 
 // pay pays for the plan next decides at now, and commits it: a
@@ -288,39 +292,6 @@ func (c *call) clock(resp *http.Response) time.Time {
 	return judgedAt(need)
 }
 
-// crosses reports whether d from now would reach the deadline.
-func (c *call) crosses(d time.Duration) bool {
-	return !c.deadline.IsZero() && !time.Now().Add(d).Before(c.deadline)
-}
-
-// sleep waits d before the next attempt. It fails at once if the wait
-// would cross the deadline, the time taken since the wait was decided
-// (draining) included, and early if the context ends first. A deadline
-// not yet reached is no context error: the error does not wrap one.
-func (c *call) sleep(d time.Duration) (Reason, error) {
-	if c.crosses(d) {
-		return ReasonDeadline, fmt.Errorf("the wait of %v would cross the deadline", d)
-	}
-	ctx := c.req.Context()
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return 0, nil
-		case <-ctx.Done():
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		reason := ReasonCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = ReasonDeadline
-		}
-		return reason, fmt.Errorf("context ended while waiting to resend: %w", err)
-	}
-	return 0, nil
-}
-
 // drop lets go of a failed outcome's response. With fallbacks, a short one
 // is kept in memory first: an answer beats an error, so a request that
 // ends on a transport error returns the latest answer any origin gave.
@@ -348,13 +319,13 @@ func (c *call) giveUp(o outcome, reason Reason, about *target) (*http.Response, 
 	if c.answer != nil && c.req.Context().Err() == nil {
 		return c.answer, nil // a caller who gave up gets its context's error
 	}
-	return nil, c.giveUpError(reason, about, o.err)
+	return nil, giveUpError(c.req.Context(), c.sent, reason, about, o.err)
 }
 
-// giveUpError is the error a request that ends on err for reason returns:
-// it says why, whose budget for a spent one, and wraps err and the
-// context's error if the context ended.
-func (c *call) giveUpError(reason Reason, about *target, err error) error {
+// giveUpError is the error a request that ends on err for reason, after
+// sent attempts, returns: it says why, whose budget for a spent one, and
+// wraps err and the error of ctx, the request's context, if it ended.
+func giveUpError(ctx context.Context, sent int, reason Reason, about *target, err error) error {
 	why := reason.String()
 	switch reason {
 	case ReasonBudget:
@@ -362,10 +333,10 @@ func (c *call) giveUpError(reason Reason, about *target, err error) error {
 	case ReasonWaitBudget:
 		why = "wait budget spent"
 	}
-	if ctxErr := c.req.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", why, c.sent, err, ctxErr)
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("httpretry: %s after %d attempt(s): %w: %w", why, sent, err, ctxErr)
 	}
-	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, c.sent, err)
+	return fmt.Errorf("httpretry: %s after %d attempt(s): %w", why, sent, err)
 }
 
 // round sends attempt n to tg and, while it goes without response headers for
@@ -385,9 +356,4 @@ func (c *call) round(n int, tg *target, body io.ReadCloser) outcome {
 	}
 	h := hedgedRound{c: c, outcomes: make(chan outcome, 1+c.p.hedge.copies()), origin: tg}
 	return h.run(n, tg, body)
-}
-
-// hasRetryAfter reports whether resp carries a Retry-After to read.
-func hasRetryAfter(resp *http.Response) bool {
-	return resp != nil && resp.Header["Retry-After"] != nil
 }

@@ -351,7 +351,7 @@ func (b *resumeBody) resume() error {
 		}
 		b.emit(Event{Kind: EventResume, Attempt: b.last, Status: last.status, Err: cmp.Or(last.err, b.cause),
 			Delay: wait, Offset: b.pos - b.at.first})
-		if reason, err := c.sleep(wait); err != nil {
+		if reason, err := c.sleep(c.req.Context(), wait); err != nil {
 			res.refund()
 			res = reservation{}
 			if b.isClosed() {

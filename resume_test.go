@@ -636,7 +636,7 @@ func TestNextResumeAtFixedInstants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &call{route: route{p: fixed}, drawn: 7, waitLeft: tt.waitLeft}
+			c := &call{route: route{p: fixed}, limits: limits{drawn: 7, waitLeft: tt.waitLeft}}
 			c.targets = []target{{tried: true}}
 			if tt.raUntil != 0 {
 				c.targets[0].raUntil = t0.Add(tt.raUntil)

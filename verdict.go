@@ -86,3 +86,8 @@ func (v *verdict) instant() time.Time { return (*instant)(&v.at).read() }
 // clockFor is the instant resp is judged at when it has a Retry-After to
 // read, or the zero time.
 func clockFor(resp *http.Response) time.Time { return judgedAt(hasRetryAfter(resp)) }
+
+// hasRetryAfter reports whether resp carries a Retry-After to read.
+func hasRetryAfter(resp *http.Response) bool {
+	return resp != nil && resp.Header["Retry-After"] != nil
+}
