@@ -61,23 +61,7 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser, probes bool) (*
 	}
 	c.bound(a)
 	r := c.req
-	ctx := r.Context()
-	switch {
-	case probes:
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-		stop := context.AfterFunc(r.Context(), cancel)
-		a.cancel = func() { stop(); cancel() }
-		a.detach = stop
-	case a.timed || c.hedged:
-		ctx, a.cancel = context.WithCancel(ctx)
-		if a.timed && !c.resendable {
-			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-				GetConn: func(string) { a.getConn.Store(true) },
-				GotConn: func(httptrace.GotConnInfo) { a.gotConn.Store(true) },
-			})
-		}
-	}
+	ctx := c.attemptCtx(a, probes)
 	// Attempt 1 goes to a fallback when demotion put one first: it too
 	// needs its own request, with the fallback's URL.
 	if a.cancel != nil || n > 1 || tg.moved || c.body != nil || c.header != nil || c.nested || c.marks {
@@ -104,6 +88,32 @@ func (c *call) newAttempt(n int, tg *target, body io.ReadCloser, probes bool) (*
 		}
 	}
 	return a, r
+}
+
+// attemptCtx is the context attempt a is sent with: the request's own
+// when nothing may cut the attempt alone; a cancellable one when a timer
+// or a hedged round may; for a probe, one that follows the caller only
+// until its round is won (see settleProbes). A timed attempt of a request
+// that may be resent only if it never left also traces its dial.
+func (c *call) attemptCtx(a *attempt, probes bool) context.Context {
+	ctx := c.req.Context()
+	switch {
+	case probes:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(c.req.Context(), cancel)
+		a.cancel = func() { stop(); cancel() }
+		a.detach = stop
+	case a.timed || c.hedged:
+		ctx, a.cancel = context.WithCancel(ctx)
+		if a.timed && !c.resendable {
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+				GetConn: func(string) { a.getConn.Store(true) },
+				GotConn: func(httptrace.GotConnInfo) { a.gotConn.Store(true) },
+			})
+		}
+	}
+	return ctx
 }
 
 // attemptFor is where attempt n lives, and where its own request does if
