@@ -117,8 +117,8 @@ type oneOrigin struct {
 // attempts is its caller's (Resume.Max), and each is decided by
 // nextResume.
 func newCallTo(o *oneOrigin, ctx context.Context) *call {
-	c := &call{route: route{t: o.t, req: o.req.WithContext(ctx), p: o.p, policyDeadline: o.policyDeadline},
-		sent: o.sent, resendable: true}
+	a := applier{req: o.req.WithContext(ctx), p: o.p, observers: o.t.observers}
+	c := &call{route: route{t: o.t, applier: a, policyDeadline: o.policyDeadline}, sent: o.sent, resendable: true}
 	c.one[0] = o.to
 	c.one[0].tried = true
 	c.targets = c.one[:]
@@ -191,18 +191,6 @@ func (bs *bodies) copyBody(r *http.Request) (io.ReadCloser, Reason) {
 // http.NoBody.
 func hasBody(r *http.Request) bool { return r.Body != nil && r.Body != http.NoBody }
 
-// tellOvertaken tells the origin of a, the first attempt of a hedged
-// round, that a copy to another origin answered before a had response
-// headers: a failure. An origin that black-holes its requests, with no
-// PerTryTimeout to cut them, fails no other way, and would never be
-// demoted while every request paid it the hedge delay.
-func (c *call) tellOvertaken(a *attempt, now time.Time) {
-	if !c.demoting() || c.req.Context().Err() != nil {
-		return
-	}
-	c.failedAt(now, a.tg, a.n, 0, errOvertaken)
-}
-
 // hedges reports whether this request's attempts are hedged: the policy
 // asks for it, a resend is safe, every copy can have its own body, and
 // the request does not ask to switch protocols.
@@ -245,7 +233,7 @@ func (c *call) setTargets(now time.Time) {
 		c.targets = append(c.targets, tg)
 	}
 	c.setRecords(at)
-	if !c.demoting() {
+	if !c.demotes {
 		return
 	}
 	mayProbe := c.resendable && c.replayable(c.req)
@@ -279,7 +267,7 @@ func (c *call) budgetOf(tg *target) *Budget {
 // setRecords gives each candidate whose budget is disabled its record in
 // Budgets when the request needs it, to reorder or to learn.
 func (c *call) setRecords(now *instant) {
-	if !c.demoting() && c.p.hedge.Quantile == 0 {
+	if !c.demotes && c.p.hedge.Quantile == 0 {
 		return
 	}
 	for i := range c.targets {

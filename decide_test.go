@@ -54,7 +54,7 @@ func TestNextAndNextCopyAtFixedInstants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &call{route: route{p: fixed, maxRetries: 3}, limits: limits{drawn: tt.drawn, waitLeft: tt.waitLeft}}
+			c := &call{route: route{applier: applier{p: fixed}, maxRetries: 3}, limits: limits{drawn: tt.drawn, waitLeft: tt.waitLeft}}
 			if tt.deadline != 0 {
 				c.deadline = t0.Add(tt.deadline)
 			}
@@ -80,7 +80,7 @@ func TestNextAndNextCopyAtFixedInstants(t *testing.T) {
 // the budget as a longer Retry-After would be.
 func TestAdmitARetryAfterTheWaitAlreadyMeets(t *testing.T) {
 	jittered := resolvePolicy(Policy{MaxRetries: 3, Backoff: ExponentialJitter(10*time.Second, time.Minute)})
-	c := &call{route: route{p: jittered, maxRetries: 3, rng: rand.New(rand.NewPCG(1, 2))}, limits: limits{waitLeft: ms(300)}}
+	c := &call{route: route{applier: applier{p: jittered, rng: rand.New(rand.NewPCG(1, 2))}, maxRetries: 3}, limits: limits{waitLeft: ms(300)}}
 	require.GreaterOrEqual(t, jittered.backoff.Delay(1, rand.New(rand.NewPCG(1, 2))), ms(300), "the draw the wait budget cuts")
 	wait, reason := c.admit(&target{raUntil: t0.Add(ms(300))}, t0, 0, 1)
 	assert.Equal(t, Reason(0), reason)
@@ -91,7 +91,7 @@ func TestPayChargesTheBudgetAndSpendsTheWaitBudget(t *testing.T) {
 	rec := &originRecord{}
 	b := &rec.budget
 	b.params.Store(newBudgetParams(BudgetConfig{MinRetries: 1}))
-	c := &call{route: route{p: resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100))}), maxRetries: 3}, limits: limits{waitLeft: ms(250)}}
+	c := &call{route: route{applier: applier{p: resolvePolicy(Policy{MaxRetries: 3, Backoff: Fixed(ms(100))})}, maxRetries: 3}, limits: limits{waitLeft: ms(250)}}
 	c.targets = []target{{rec: rec, budgeted: true, tried: true}}
 	p, res, reason := c.pay(t0, 0)
 	require.Equal(t, Reason(0), reason)
@@ -162,7 +162,7 @@ func TestNextAtFixedInstants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &call{route: route{p: fixed, maxRetries: 3}, limits: limits{drawn: tt.drawn, waitLeft: -1}, candidates: candidates{ring: tt.ring}}
+			c := &call{route: route{applier: applier{p: fixed}, maxRetries: 3}, limits: limits{drawn: tt.drawn, waitLeft: -1}, candidates: candidates{ring: tt.ring}}
 			if tt.same {
 				same := *fixed
 				same.hedge = Hedge{After: ms(10), SameOrigin: true}

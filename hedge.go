@@ -388,7 +388,7 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 		h.pending = 0
 	}
 	if overtaken && winner.tg != first.tg && first.alone == nil {
-		h.c.tellOvertaken(first, h.c.clock(nil))
+		h.c.tellOvertaken(first.tg, first.n, h.c.clock(nil))
 	}
 }
 

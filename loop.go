@@ -19,7 +19,7 @@ import (
 // afterFast goes on from the fast path's first outcome, which was not an
 // answer, at now (zero: not read yet).
 func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.Response, error) {
-	if c.demoting() {
+	if c.demotes {
 		defer c.releaseProbes() // claimed as attempts go; a panic must not keep them
 	}
 	c.targets[0].tried = true
@@ -36,7 +36,7 @@ func (c *call) afterFast(resp *http.Response, err error, now time.Time) (*http.R
 
 // start sends the first attempt at now and goes on from its outcome.
 func (c *call) start(now time.Time) (*http.Response, error) {
-	if c.demoting() {
+	if c.demotes {
 		defer c.releaseProbes()
 	}
 	if c.body != nil {
@@ -284,7 +284,7 @@ func (c *call) commit(s plan) {
 // clock (kvm-clock) a read costs about 50 ns, an eighth of what a resend
 // adds to its two calls.
 func (c *call) clock(resp *http.Response) time.Time {
-	need := !c.deadline.IsZero() || c.demoting() || hasRetryAfter(resp)
+	need := !c.deadline.IsZero() || c.demotes || hasRetryAfter(resp)
 	for i := 0; i < len(c.targets) && !need; i++ {
 		tg := &c.targets[i]
 		need = tg.budgeted || !tg.raUntil.IsZero()

@@ -155,7 +155,7 @@ func TestResumeWrapCost(t *testing.T) {
 	header := http.Header{"Etag": {`"a"`}}
 	resp := &http.Response{StatusCode: 200, ContentLength: 1 << 20, Header: header, Body: body}
 	tg := &target{scheme: "http", host: "o.example"}
-	r := &route{t: tr, req: req, p: hp, maxRetries: 3}
+	r := &route{t: tr, applier: applier{req: req, p: hp, observers: tr.observers}, maxRetries: 3}
 	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() {
 		resp.Body = body
 		r.wrapResumable(tg, 1, 1, resp)
@@ -636,7 +636,7 @@ func TestNextResumeAtFixedInstants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &call{route: route{p: fixed}, limits: limits{drawn: 7, waitLeft: tt.waitLeft}}
+			c := &call{route: route{applier: applier{p: fixed}}, limits: limits{drawn: 7, waitLeft: tt.waitLeft}}
 			c.targets = []target{{tried: true}}
 			if tt.raUntil != 0 {
 				c.targets[0].raUntil = t0.Add(tt.raUntil)

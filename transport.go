@@ -2,13 +2,11 @@ package httpretry
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
-	"github.com/httpretry/httpretry/internal/demotion"
 )
 
 // RetryTransport is an http.RoundTripper that resends failed requests when it
@@ -128,10 +126,9 @@ func passThrough(base http.RoundTripper, req *http.Request) (*http.Response, err
 // request. A call holds it; a body that resumes copies what it needs of it
 // (see wrapResumable).
 type route struct {
-	t          *RetryTransport
-	req        *http.Request // the caller's, never modified
+	t *RetryTransport
+	applier
 	own        origin
-	p          *hostPolicy
 	fallbacks  []origin
 	maxRetries int
 	// rec is the own origin's record in Budgets, nil when the request
@@ -147,7 +144,6 @@ type route struct {
 	// policyDeadline is the policy's Deadline from the first attempt;
 	// zero: none.
 	policyDeadline time.Time
-	rng            *rand.Rand // for the waits and demotions; nil: the shared source (tests fix it)
 }
 
 // resolve checks req and resolves it against t's configuration. On an
@@ -162,7 +158,8 @@ func (t *RetryTransport) resolve(req *http.Request) (route, error) {
 	}
 	own := originOf(req.URL)
 	p := t.policies.lookup(own)
-	r := route{t: t, req: req, own: own, p: p, maxRetries: p.maxRetries, marks: t.opaque}
+	r := route{t: t, applier: applier{req: req, p: p, observers: t.observers},
+		own: own, maxRetries: p.maxRetries, marks: t.opaque}
 	if n, ok := maxRetriesFrom(req.Context()); ok {
 		r.maxRetries = n
 	}
@@ -177,6 +174,7 @@ func (t *RetryTransport) resolve(req *http.Request) (route, error) {
 		r.maxRetries = 0
 	}
 	r.moves = hasUsableFallback(own, r.fallbacks)
+	r.demotes = r.moves && p.demote.After > 0
 	r.budgeted = !p.budget.Disabled
 	return r, nil
 }
@@ -193,7 +191,7 @@ func (r *route) findRecord(now *instant) {
 		r.rec = r.t.budgets.recordAt(r.own.host, now)
 		r.rec.budget.configureAt(r.p.budget, now)
 	}
-	if r.demoting() {
+	if r.demotes {
 		if r.rec == nil {
 			r.rec = r.t.budgets.recordAt(r.own.host, now)
 		}
@@ -208,11 +206,6 @@ func (r *route) findRecord(now *instant) {
 func (r *route) ownTarget() target {
 	return target{scheme: r.own.scheme, host: r.own.host, rec: r.rec, budgeted: r.budgeted}
 }
-
-// demoting reports whether the request's candidates are ordered by their
-// demotions, and tell them of its outcomes: Demote is on and there is a
-// candidate besides the own origin.
-func (r *route) demoting() bool { return r.moves && r.p.demote.After > 0 }
 
 // passes reports whether r goes out once, as it is but for the mark an
 // opaque base needs: no resend, nowhere else to go, no time bound.
@@ -255,28 +248,18 @@ func (r *route) sendFast() (*http.Response, error) {
 	resp, err := r.t.base.RoundTrip(req)
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
 		tg := r.ownTarget()
-		if r.demoting() {
+		if r.demotes {
 			r.applyAnswer(&tg, resp)
 		}
 		r.wrapResumable(&tg, 1, 1, resp)
 		return resp, nil
 	}
 	resp, err = checkOutcome(resp, err)
-	now := judgedAt(r.demoting()) // no Deadline on this path: sendsAsIs said so
+	now := judgedAt(r.demotes) // no Deadline on this path: sendsAsIs said so
 	c := newCall(r, now)
 	resp, err = c.afterFast(resp, err, now)
 	c.recycle()
 	return resp, err
-}
-
-// applyAnswer applies the verdict of the fast path's answer resp, from
-// attempt 1 to tg, as the loop applies any other (see applyTo). An observer
-// that panics leaves resp closed.
-func (r *route) applyAnswer(tg *target, resp *http.Response) {
-	defer closeOnPanic(resp)
-	v := verdict{n: 1, status: resp.StatusCode}
-	v.read(resp, clockFor(resp))
-	r.applyTo(tg, v)
 }
 
 // wrapResumable gives resp, about to be handed to the caller of r from
@@ -303,80 +286,4 @@ func (r *route) send(now time.Time) (*http.Response, error) {
 	resp, err := c.start(now)
 	c.recycle()
 	return resp, err
-}
-
-// apply applies o's verdict, once (see applyTo).
-func (r *route) apply(o *outcome) {
-	if tg, v, ok := o.take(); ok {
-		r.applyTo(tg, v)
-	}
-}
-
-// applyTo applies verdict v of an attempt to tg: a failure's Retry-After
-// is noted on the candidate, and the origin is told what v says of it when
-// the request orders its candidates by demotion (see tell). It is the one
-// place verdicts are applied: the loop, a hedged round and the fast path
-// each come here under a guard that releases what a panicking observer
-// would leave.
-func (r *route) applyTo(tg *target, v verdict) {
-	if v.failure {
-		tg.noteRetryAfter(&v.retryAfterAt, r.p.maxRetryAfter)
-	}
-	if r.demoting() {
-		r.tell(tg, &v)
-	}
-}
-
-// tell tells tg's origin what v says of it: a failure counts toward its
-// demotion (a failed probe demotes it again), an answer resets the count
-// and restores a demoted origin. A 429 is an answer that restores nothing.
-// No verdict: the caller's context ended (unless the probe ran on alone),
-// the policy's Deadline cut the attempt, or RetryIf declined an error. A
-// Retry-After keeps an origin already demoted demoted until then (at most
-// MaxRetryAfter).
-func (r *route) tell(tg *target, v *verdict) {
-	if v.cut || !v.alone && r.req.Context().Err() != nil {
-		return
-	}
-	s := &tg.rec.demotion
-	tooMany := v.status == http.StatusTooManyRequests
-	switch p := tg.probe; {
-	case v.failure && !tooMany:
-		r.failedAt(v.instant(), tg, v.n, v.status, v.err)
-	case v.err != nil:
-	case !p.Claimed() && !s.Active():
-		// The common answer: two atomic loads, and no clock.
-		s.ClearFails()
-	default:
-		tg.probe = demotion.Probe{}
-		if s.Answered(v.instant(), p, tooMany) {
-			r.emit(Event{Kind: EventRestore, Attempt: v.n, Status: v.status}, tg)
-		}
-	}
-	if v.hasRA {
-		s.Hold(v.at, v.ra, r.p.maxRetryAfter)
-	}
-}
-
-// failedAt counts a failure at now of attempt n to tg, given back as
-// status or err, toward its origin's demotion (a failed probe demotes it
-// again), and tells of the demotion it tipped.
-func (r *route) failedAt(now time.Time, tg *target, n, status int, err error) {
-	p := tg.probe
-	tg.probe = demotion.Probe{}
-	if demoted, d := tg.rec.demotion.Failed(now, p, r.p.demote, r.rng); demoted {
-		r.emit(Event{Kind: EventDemote, Attempt: n, Status: status, Err: err, Delay: d}, tg)
-	}
-}
-
-// emit tells the observers of e, which concerns an attempt to tg. An
-// event no observer wants is not completed: its Origin is a string to
-// build.
-func (r *route) emit(e Event, tg *target) {
-	if len(r.t.observers) == 0 || !r.t.observers.want(r.req.Context(), e.Kind) {
-		return
-	}
-	e.Request = r.req
-	e.Origin = tg.origin()
-	r.t.observers.emit(e)
 }

@@ -53,7 +53,7 @@ func TestJudgeAtFixedInstants(t *testing.T) {
 				cancel()
 			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://o.example/", nil)
-			c := &call{route: route{p: p, req: req, maxRetries: 3}}
+			c := &call{route: route{applier: applier{p: p, req: req}, maxRetries: 3}}
 			a := &attempt{n: 2}
 			var resp *http.Response
 			var err error
@@ -78,7 +78,7 @@ func TestJudgeAtFixedInstants(t *testing.T) {
 func TestApplyNotesRetryAfterOnce(t *testing.T) {
 	p := resolvePolicy(Policy{MaxRetries: 3, MaxRetryAfter: 10 * time.Second})
 	req, _ := http.NewRequest(http.MethodGet, "http://o.example/", nil)
-	c := &call{route: route{p: p, req: req, maxRetries: 3}}
+	c := &call{route: route{applier: applier{p: p, req: req}, maxRetries: 3}}
 	tg := &target{}
 	resp := &http.Response{StatusCode: 503, Header: http.Header{"Retry-After": {"4"}}}
 	o := c.judge(&attempt{n: 1, tg: tg}, resp, nil, t0)
@@ -104,7 +104,7 @@ func TestTheFastPathsAnswerIsToldAsTheLoopsIs(t *testing.T) {
 	tr := New(stubTransport{}, WithObserver(func(e Event) { events = append(events, e) }))
 	p := resolvePolicy(withFallbacks(DefaultPolicy(), "http://b.example"))
 	req, _ := http.NewRequest(http.MethodGet, "http://a.example/", nil)
-	r := &route{t: tr, req: req, own: origin{"http", "a.example"}, p: p, moves: true}
+	r := &route{t: tr, applier: applier{req: req, p: p, observers: tr.observers, demotes: p.demote.After > 0}, own: origin{"http", "a.example"}, moves: true}
 	rec := tr.budgets.record("a.example")
 	rule := Demote{After: 1, For: time.Hour}.resolve()
 	demoted, _ := rec.demotion.Failed(time.Now(), demotion.Probe{}, rule, nil)
