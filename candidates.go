@@ -198,3 +198,15 @@ func (c *candidates) releaseProbes() {
 		}
 	}
 }
+
+// attempted notes that paid plan s sends an attempt to its candidate. A
+// resend or a copy to a candidate already tried moves the ring on past it;
+// a fallback's probe, decided in order, leaves the ring where it is.
+func (c *candidates) attempted(s plan) {
+	tg := &c.targets[s.to]
+	again := tg.tried
+	tg.tried = true
+	if again && s.kind != EventFallback {
+		c.ring = s.to + 1
+	}
+}

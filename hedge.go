@@ -254,7 +254,8 @@ func (h *hedgedRound) hedge() bool {
 		// has been to already is no extra request there).
 		b.recordAt((*instant)(&now))
 	}
-	c.commit(s)
+	c.attempted(s)
+	c.spend(s)
 	h.launch(next, tg, body)
 	h.copies++
 	// Told once the copy is in flight, so that an observer that panics

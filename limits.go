@@ -78,3 +78,18 @@ func (l *limits) sleep(ctx context.Context, d time.Duration) (Reason, error) {
 	}
 	return 0, nil
 }
+
+// spend takes what paid plan s costs: a resend or a copy draws on the
+// pool, a resume request on none, and each but a fallback's probe spends
+// its wait from the wait budget.
+func (l *limits) spend(s plan) {
+	switch s.kind {
+	case EventFallback:
+		return
+	case EventRetry, EventHedge:
+		l.drawn++
+	}
+	if l.waitLeft >= 0 {
+		l.waitLeft = max(l.waitLeft-s.wait, 0)
+	}
+}

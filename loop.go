@@ -229,11 +229,13 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 			if b := c.budgetOf(tg); b != nil {
 				b.recordAt((*instant)(&now))
 			}
-			c.commit(s)
+			c.attempted(s)
+			c.spend(s)
 			return s, reservation{}, 0
 		}
 		if res, ok := c.reserve(tg, now); ok {
-			c.commit(s)
+			c.attempted(s)
+			c.spend(s)
 			return s, res, 0
 		}
 		if refused == nil {
@@ -254,28 +256,6 @@ func (c *call) reserve(tg *target, now time.Time) (reservation, bool) {
 	}
 	res, refused := b.reserveAt(now, 0)
 	return res, refused == 0
-}
-
-// commit applies a paid plan to the call: its candidate has had an
-// attempt; a resend or a copy draws on the pool, a resume request on
-// none; each spends its wait from the wait budget, and one to a candidate
-// already tried moves the ring on past it.
-func (c *call) commit(s plan) {
-	tg := &c.targets[s.to]
-	again := tg.tried
-	tg.tried = true
-	switch s.kind {
-	case EventFallback:
-		return
-	case EventRetry, EventHedge:
-		c.drawn++
-	}
-	if c.waitLeft >= 0 {
-		c.waitLeft = max(c.waitLeft-s.wait, 0)
-	}
-	if again {
-		c.ring = s.to + 1
-	}
 }
 
 // clock is the instant an outcome with resp is judged at and the decisions

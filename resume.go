@@ -466,7 +466,8 @@ func (b *resumeBody) plan(now time.Time) (time.Duration, reservation, Reason) {
 	if !ok {
 		return 0, reservation{}, ReasonBudget
 	}
-	c.commit(s)
+	c.attempted(s)
+	c.spend(s)
 	return s.wait, res, 0
 }
 

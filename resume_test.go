@@ -648,7 +648,8 @@ func TestNextResumeAtFixedInstants(t *testing.T) {
 			assert.Equal(t, tt.reason, reason)
 			assert.Equal(t, tt.wait, s.wait)
 			if reason == 0 {
-				c.commit(s)
+				c.attempted(s)
+				c.spend(s)
 				assert.Equal(t, 7, c.drawn, "a resume request draws on no pool")
 			}
 		})
