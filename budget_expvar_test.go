@@ -111,3 +111,30 @@ func TestBudgetStatsJSONRoundTrip(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &back))
 	assert.Equal(t, s, back)
 }
+
+// TestBudgetStatsJSONRejects: what BudgetStats.UnmarshalJSON cannot read
+// is an error, and the stats are left as they were.
+func TestBudgetStatsJSONRejects(t *testing.T) {
+	before := BudgetStats{Requests: 7}
+	for name, text := range map[string]string{
+		"not an object":    `[1]`,
+		"a wrong type":     `{"requests": "7"}`,
+		"a bad hedgeAfter": `{"hedgeAfter": "soon"}`,
+		"a bad demotedFor": `{"demotedFor": "12"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := before
+			assert.Error(t, json.Unmarshal([]byte(text), &s))
+			assert.Equal(t, before, s)
+		})
+	}
+}
+
+// TestStatsOfABudgetOfItsOwn: a Budget outside any Budgets reports its
+// window, with no learned delay or demotion to add.
+func TestStatsOfABudgetOfItsOwn(t *testing.T) {
+	var b Budget
+	b.Record()
+	defer b.stopTicking()
+	assert.Equal(t, BudgetStats{Requests: 1, Credit: defaultBudgetMinRetries}, b.Stats())
+}
