@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -165,27 +167,8 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // serveContent is what http.ServeContent answers r with for body under
 // header, which holds its ETag.
 func serveContent(r *http.Request, header http.Header, body string) (int, http.Header, string) {
-	w := &recorder{header: header}
+	w := httptest.NewRecorder()
+	maps.Copy(w.Header(), header)
 	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(body))
-	return w.code, w.header, w.body.String()
-}
-
-// recorder is the http.ResponseWriter serveContent hands ServeContent.
-type recorder struct {
-	header http.Header
-	code   int
-	body   strings.Builder
-}
-
-func (w *recorder) Header() http.Header { return w.header }
-
-func (w *recorder) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-
-func (w *recorder) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(p)
+	return w.Code, w.Header(), w.Body.String()
 }
