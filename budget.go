@@ -33,12 +33,24 @@ type BudgetConfig struct {
 	Window time.Duration
 	// Disabled turns the budget off: resends are bounded only by the policy.
 	Disabled bool
+	// Hold is how many failed attempts in a row at an origin make a resend to
+	// it wait for evidence: the outcome of another attempt, or silence where
+	// none can come. After 2·Hold failures in a row the origin is down: a
+	// resend with nothing in flight gives up at once, and a request with a
+	// deadline parks until the origin answers (see docs/batch.md). 0 means 2;
+	// a negative value never holds, the behaviour before Hold existed.
+	Hold int
+	// HoldFor is the longest a held resend waits for evidence past its
+	// backoff; 0 means 1 s. A negative value is invalid.
+	HoldFor time.Duration
 }
 
 const (
 	defaultBudgetPercent    = 20
 	defaultBudgetMinRetries = 10
 	defaultBudgetWindow     = 10 * time.Second
+	defaultBudgetHold       = 2
+	defaultBudgetHoldFor    = time.Second
 
 	// budgetBuckets is how many slots a window is cut into: the window
 	// rolls forward a tenth at a time, in constant memory.
@@ -87,6 +99,15 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 	if c.Window <= 0 {
 		c.Window = defaultBudgetWindow
 	}
+	switch {
+	case c.Hold == 0:
+		c.Hold = defaultBudgetHold
+	case c.Hold < 0:
+		c.Hold = -1
+	}
+	if c.HoldFor <= 0 {
+		c.HoldFor = defaultBudgetHoldFor
+	}
 	return c
 }
 
@@ -99,6 +120,9 @@ func (c BudgetConfig) problems() []string {
 	}
 	if c.Window < 0 {
 		bad = append(bad, fmt.Sprintf("Budget.Window %v is negative", c.Window))
+	}
+	if c.HoldFor < 0 {
+		bad = append(bad, fmt.Sprintf("Budget.HoldFor %v is negative", c.HoldFor))
 	}
 	return bad
 }
@@ -186,6 +210,14 @@ type BudgetStats struct {
 	// DemotedFor is how long the origin stays demoted (Policy.Demote); 0 when
 	// it is not demoted. In JSON it is a duration string.
 	DemotedFor time.Duration `json:"demotedFor"`
+	// Streak is the origin's failed attempts in a row, 0 after any answer.
+	// From BudgetConfig.Hold of them a resend waits for evidence; from
+	// 2·Hold the origin is down.
+	Streak int `json:"streak"`
+	// Parked is the requests parked at the origin now, waiting for it to
+	// answer (see BudgetConfig.Hold). A request whose probe or released
+	// resend is in flight is not counted then.
+	Parked int `json:"parked"`
 }
 
 func (b *Budget) loadParams() *budgetParams {

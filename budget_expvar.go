@@ -62,13 +62,15 @@ type budgetStatsJSON struct {
 	Copies     int    `json:"copies"`
 	HedgeAfter string `json:"hedgeAfter"`
 	DemotedFor string `json:"demotedFor"`
+	Streak     int    `json:"streak"`
+	Parked     int    `json:"parked"`
 }
 
 // MarshalJSON writes s with its field names in lower camel case and its
 // durations as duration strings ("12.288ms").
 func (s BudgetStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(budgetStatsJSON{s.Requests, s.Retries, s.Allowance, s.Credit,
-		s.Copies, s.HedgeAfter.String(), s.DemotedFor.String()})
+		s.Copies, s.HedgeAfter.String(), s.DemotedFor.String(), s.Streak, s.Parked})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes. A duration left out is 0.
@@ -78,7 +80,7 @@ func (s *BudgetStats) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	v := BudgetStats{Requests: j.Requests, Retries: j.Retries, Allowance: j.Allowance, Credit: j.Credit,
-		Copies: j.Copies}
+		Copies: j.Copies, Streak: j.Streak, Parked: j.Parked}
 	for _, d := range []struct {
 		text string
 		dst  *time.Duration

@@ -67,8 +67,8 @@ func TestBudgetsString(t *testing.T) {
 	require.True(t, b.TryReserve())
 	bs.For(`odd"<host>`, BudgetConfig{})
 	assert.JSONEq(t, `{
-		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9, "copies": 0, "hedgeAfter": "0s", "demotedFor": "0s"},
-		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10, "copies": 0, "hedgeAfter": "0s", "demotedFor": "0s"}
+		"api.example.com": {"requests": 1, "retries": 1, "allowance": 0, "credit": 9, "copies": 0, "hedgeAfter": "0s", "demotedFor": "0s", "streak": 0, "parked": 0},
+		"odd\"<host>": {"requests": 0, "retries": 0, "allowance": 0, "credit": 10, "copies": 0, "hedgeAfter": "0s", "demotedFor": "0s", "streak": 0, "parked": 0}
 	}`, bs.String())
 
 	var m map[string]BudgetStats
@@ -106,7 +106,7 @@ func TestBudgetStatsJSONRoundTrip(t *testing.T) {
 	data, err := json.Marshal(s)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"requests": 100, "retries": 12, "allowance": 20, "credit": 7, "copies": 10,
-		"hedgeAfter": "12.288ms", "demotedFor": "2.5s"}`, string(data))
+		"hedgeAfter": "12.288ms", "demotedFor": "2.5s", "streak": 0, "parked": 0}`, string(data))
 	var back BudgetStats
 	require.NoError(t, json.Unmarshal(data, &back))
 	assert.Equal(t, s, back)

@@ -103,6 +103,10 @@ const (
 	// have had room. The cap is ⌈2·(1 − Quantile)·Requests⌉ of the budget's
 	// window, at least 1. BudgetStats.Copies counts such copies.
 	ReasonCopyCap
+	// ReasonHold: a held resend gave up (BudgetConfig.Hold): its origin kept
+	// failing while it waited, or was down with nothing in flight, or was
+	// silent and the floor had no credit for a resend decided blind.
+	ReasonHold
 )
 
 var reasonNames = [...]string{
@@ -117,6 +121,7 @@ var reasonNames = [...]string{
 	ReasonWaitBudget:        "wait-budget",
 	ReasonBodyChanged:       "body-changed",
 	ReasonCopyCap:           "copy-cap",
+	ReasonHold:              "hold",
 }
 
 // String returns the reason as a lower-case word, such as "exhausted" or

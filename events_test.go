@@ -54,7 +54,8 @@ func TestReasonString(t *testing.T) {
 		{ReasonWaitBudget, "wait-budget"},
 		{ReasonBodyChanged, "body-changed"},
 		{ReasonCopyCap, "copy-cap"},
-		{ReasonCopyCap + 1, "none"},
+		{ReasonHold, "hold"},
+		{ReasonHold + 1, "none"},
 		{100, "none"},
 		{255, "none"},
 	}
@@ -68,7 +69,7 @@ func TestReasonString(t *testing.T) {
 			seen[tt.want] = tt.reason
 		}
 	}
-	assert.Len(t, seen, 11)
+	assert.Len(t, seen, 12)
 }
 
 func TestObserversEmitInOrder(t *testing.T) {

@@ -36,5 +36,5 @@ func ExampleBudgets_String() {
 	b.Record()
 	b.TryReserve()
 	fmt.Println(budgets)
-	// Output: {"api.example.com":{"requests":1,"retries":1,"allowance":0,"credit":9,"copies":0,"hedgeAfter":"0s","demotedFor":"0s"}}
+	// Output: {"api.example.com":{"requests":1,"retries":1,"allowance":0,"credit":9,"copies":0,"hedgeAfter":"0s","demotedFor":"0s","streak":0,"parked":0}}
 }

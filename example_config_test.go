@@ -106,7 +106,9 @@ func ExamplePolicy_MarshalJSON() {
 	//     "percent": 20,
 	//     "minRetries": 10,
 	//     "window": "10s",
-	//     "disabled": false
+	//     "disabled": false,
+	//     "hold": 2,
+	//     "holdFor": "1s"
 	//   },
 	//   "hedge": {
 	//     "after": "0s",

@@ -131,6 +131,8 @@ func DefaultPolicy() Policy {
 			Percent:    defaultBudgetPercent,
 			MinRetries: defaultBudgetMinRetries,
 			Window:     defaultBudgetWindow,
+			Hold:       defaultBudgetHold,
+			HoldFor:    defaultBudgetHoldFor,
 		},
 		Demote: Demote{After: defaultDemoteAfter},
 		Resume: Resume{Max: defaultResumeMax},

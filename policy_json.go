@@ -68,6 +68,8 @@ func (c *BudgetConfig) jsonFields() []jsonField {
 		{"minRetries", &c.MinRetries},
 		{"window", &c.Window},
 		{"disabled", &c.Disabled},
+		{"hold", &c.Hold},
+		{"holdFor", &c.HoldFor},
 	}
 }
 

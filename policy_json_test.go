@@ -62,7 +62,7 @@ func TestPolicyMarshalJSON(t *testing.T) {
 	assert.Equal(t, `{"maxRetries":3,"backoff":"exponentialJitter(100ms, 2s)","retryOn":[429,502,503,504],`+
 		`"perTryTimeout":"0s","deadline":"0s","maxRetryAfter":"30s","maxReplayBytes":1048576,`+
 		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
-		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false},`+
+		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false,"hold":2,"holdFor":"1s"},`+
 		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s","sameOrigin":false},"fallbacks":null,`+
 		`"demote":{"after":5,"for":"0s","max":"0s"},"resume":{"max":3,"idle":"0s","minBytes":0}}`, string(data))
 
@@ -225,7 +225,7 @@ func nestedJSON(t *testing.T, p Policy, name string) string {
 }
 
 func TestBudgetAndHedgeJSON(t *testing.T) {
-	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`,
+	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false,"hold":0,"holdFor":"0s"}`,
 		nestedJSON(t, Policy{Budget: BudgetConfig{Percent: 5, Window: time.Minute}}, "budget"))
 	p := Policy{Budget: BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}}
 	require.NoError(t, json.Unmarshal([]byte(`{"budget": {"minRetries": -1}}`), &p))
@@ -250,7 +250,7 @@ func TestBudgetAndHedgeJSON(t *testing.T) {
 func TestBudgetConfigJSONAlone(t *testing.T) {
 	data, err := json.Marshal(BudgetConfig{Percent: 5, Window: time.Minute})
 	require.NoError(t, err)
-	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false}`, string(data))
+	assert.Equal(t, `{"percent":5,"minRetries":0,"window":"1m0s","disabled":false,"hold":0,"holdFor":"0s"}`, string(data))
 	b := BudgetConfig{Percent: 5, MinRetries: 3, Window: time.Second}
 	require.NoError(t, json.Unmarshal([]byte(`{"minRetries": -1}`), &b))
 	want := DefaultPolicy().Budget
@@ -371,7 +371,7 @@ func TestEditDistance(t *testing.T) {
 func TestJSONDurationBelowOneNanosecond(t *testing.T) {
 	var p Policy
 	paths := slices.Sorted(maps.Keys(durationPaths(&p)))
-	assert.Equal(t, []string{"budget.window", "deadline", "demote.for", "demote.max", "hedge.after", "hedge.minAfter",
+	assert.Equal(t, []string{"budget.holdFor", "budget.window", "deadline", "demote.for", "demote.max", "hedge.after", "hedge.minAfter",
 		"maxRetryAfter", "perTryTimeout", "resume.idle"}, paths)
 	for _, path := range paths {
 		for _, v := range []string{"0.5ns", "0.9ns", "0.0000001ms", "0.0005us", "0.0000000009s", "-0.5ns", "0.5ns0.5ns", "0.0000000000001h", "0.9999999999ns"} {
@@ -480,7 +480,7 @@ func TestJSONStructsAlone(t *testing.T) {
 	assert.Equal(t, p.Demote, file.Demote)
 	assert.Equal(t, Resume{Max: 3, Idle: time.Second}, file.Resume)
 	assert.Equal(t, p.Resume, file.Resume)
-	assert.Equal(t, BudgetConfig{Percent: 20, MinRetries: 10, Window: time.Minute}, file.Budget)
+	assert.Equal(t, BudgetConfig{Percent: 20, MinRetries: 10, Window: time.Minute, Hold: 2, HoldFor: time.Second}, file.Budget)
 	assert.Equal(t, p.Budget, file.Budget)
 
 	// The zero Config configures nothing, and is written as null, which

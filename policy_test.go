@@ -21,7 +21,7 @@ func TestDefaultPolicy(t *testing.T) {
 		RetryOn:        []int{429, 502, 503, 504},
 		MaxRetryAfter:  30 * time.Second,
 		MaxReplayBytes: 1 << 20,
-		Budget:         BudgetConfig{Percent: 20, MinRetries: 10, Window: 10 * time.Second},
+		Budget:         BudgetConfig{Percent: 20, MinRetries: 10, Window: 10 * time.Second, Hold: 2, HoldFor: time.Second},
 		Demote:         Demote{After: 5},
 		Resume:         Resume{Max: 3},
 	}
