@@ -50,6 +50,9 @@ func (r *applier) applyTo(tg *target, v verdict) {
 	if v.failure {
 		tg.noteRetryAfter(&v.retryAfterAt, r.p.maxRetryAfter)
 	}
+	if a := v.att; a != nil && a.rec != nil {
+		a.rec.settle(a.counted.CompareAndSwap(true, false), r.markOf(&v))
+	}
 	if r.demotes {
 		r.tell(tg, &v)
 	}
@@ -86,6 +89,31 @@ func (r *applier) tell(tg *target, v *verdict) {
 	}
 }
 
+// markOf is what verdict v says of its origin's streak: a 429, an attempt
+// the caller ended or the policy's Deadline cut, and an error RetryIf
+// declined say nothing; any other failure is one, and any other response
+// an answer.
+func (r *applier) markOf(v *verdict) mark {
+	switch {
+	case v.cut || !v.alone && r.req.Context().Err() != nil, v.status == http.StatusTooManyRequests:
+		return markNone
+	case v.failure:
+		return markFailure
+	case v.err != nil:
+		return markNone
+	}
+	return markAnswer
+}
+
+// answerMark is what an answer says of its origin's streak: a 429 says
+// nothing.
+func answerMark(resp *http.Response) mark {
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return markNone
+	}
+	return markAnswer
+}
+
 // failedAt counts a failure at now of attempt n to tg, given back as
 // status or err, toward its origin's demotion (a failed probe demotes it
 // again), and tells of the demotion it tipped.
@@ -115,7 +143,13 @@ func (r *applier) emit(e Event, tg *target) {
 // with no PerTryTimeout to cut them, fails no other way, and would never
 // be demoted while every request paid it the hedge delay.
 func (r *applier) tellOvertaken(tg *target, n int, now time.Time) {
-	if !r.demotes || r.req.Context().Err() != nil {
+	if r.req.Context().Err() != nil {
+		return
+	}
+	if tg.rec != nil {
+		tg.rec.settle(false, markFailure)
+	}
+	if !r.demotes {
 		return
 	}
 	r.failedAt(now, tg, n, 0, errOvertaken)

@@ -38,6 +38,11 @@ type attempt struct {
 	probes bool
 	detach func() bool
 	alone  *target
+	// rec is the record of the origin the attempt went to, and counted
+	// says its start was counted in flight there (see outage.started),
+	// until its outcome or its end settles it.
+	rec     *originRecord
+	counted atomic.Bool
 	// ctx is the attempt's own context, which tells AttemptFromContext
 	// its number; it lives inside the attempt so that it costs no
 	// allocation of its own.
@@ -168,6 +173,7 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 			cancel()
 		})
 	}
+	c.starting(a)
 	resp, err := c.t.base.RoundTrip(r)
 	if c.learns() {
 		a.took = time.Since(a.start)
@@ -219,10 +225,38 @@ func (a *attempt) deliver(resp *http.Response) *http.Response {
 	return resp
 }
 
-// end releases the attempt's context, once its response is discarded.
+// end releases the attempt's context, once its response is discarded. An
+// attempt ended without a verdict (a losing copy, one the caller ended)
+// leaves its origin's in-flight count with no word on its streak.
 func (a *attempt) end() {
 	if a.cancel != nil {
 		a.cancel()
+	}
+	if a.counted.CompareAndSwap(true, false) {
+		a.rec.settle(true, markNone)
+	}
+}
+
+// answered counts resp, an answer a's origin gave that no verdict applies
+// (a resume request's range), on its streak.
+func (a *attempt) answered(resp *http.Response) {
+	if a.rec != nil {
+		a.rec.settle(a.counted.CompareAndSwap(true, false), answerMark(resp))
+	}
+}
+
+// starting counts attempt a's start at its origin (see outage.started): a
+// request's first attempt at a down origin where requests are parked is
+// an arrival (see originRecord.arrive).
+func (c *call) starting(a *attempt) {
+	var now instant
+	rec := a.tg.rec
+	if a.rec = rec; rec == nil || !rec.out.started(&now) {
+		return
+	}
+	a.counted.Store(true)
+	if a.n == 1 && rec.out.parked.Load() > 0 && rec.down() {
+		rec.arrive(now.read())
 	}
 }
 

@@ -80,6 +80,10 @@ type budgetParams struct {
 	minRetries int64
 	window     int64 // nanoseconds
 	slot       int64 // nanoseconds, window / budgetBuckets
+	// hold is BudgetConfig.Hold, 0 when nothing is held; holdFor is
+	// BudgetConfig.HoldFor (see outage.go).
+	hold    int64
+	holdFor time.Duration
 }
 
 var defaultBudgetParams = newBudgetParams(BudgetConfig{})
@@ -138,6 +142,8 @@ func newBudgetParams(cfg BudgetConfig) *budgetParams {
 		minRetries: min(max(int64(cfg.MinRetries), 0), maxBudgetMinRetries),
 		window:     window,
 		slot:       max(window/budgetBuckets, 1),
+		hold:       max(int64(cfg.Hold), 0),
+		holdFor:    cfg.HoldFor,
 	}
 }
 

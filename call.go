@@ -16,7 +16,8 @@ type call struct {
 	candidates
 	bodies
 	limits
-	answer *http.Response // with fallbacks: the latest failed answer, kept in memory
+	answer *http.Response // with fallbacks, or parked: the latest failed answer, kept in memory
+	pk     parkState      // the origin the request parked at, if it did
 	first  attempt        // attempt 1, held here to save it an allocation
 	lent   bool           // first's context went to the base: see recycle
 

@@ -96,6 +96,8 @@ type plan struct {
 	to   int // index in c.targets
 	wait time.Duration
 	kind EventKind
+	// held is set when the resend waits for evidence (see hold.go).
+	held *held
 }
 
 // candidates are a request's candidates and the ring its resends go
@@ -141,7 +143,7 @@ func (c *candidates) untried() (int, bool) {
 // those in refused. When none can, the reason is the first one's in ring
 // order, with that candidate in the plan's to, for the give-up to name it;
 // the pool and the wait budget are the request's and end it at once.
-func (c *candidates) around(kind EventKind, refused []bool, admit func(*target) (time.Duration, Reason)) (plan, Reason) {
+func (c *candidates) around(kind EventKind, refused []Reason, admit func(*target) (time.Duration, Reason)) (plan, Reason) {
 	var (
 		first Reason
 		by    int // the candidate that gave first
@@ -149,8 +151,11 @@ func (c *candidates) around(kind EventKind, refused []bool, admit func(*target) 
 	for i := range c.targets {
 		k := (c.ring + i) % len(c.targets)
 		var wait time.Duration
-		reason := ReasonBudget
-		if refused == nil || !refused[k] {
+		var reason Reason
+		if refused != nil {
+			reason = refused[k]
+		}
+		if reason == 0 {
 			wait, reason = admit(&c.targets[k])
 		}
 		switch reason {

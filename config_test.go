@@ -274,14 +274,16 @@ func TestConfigReloadKeepsBudgets(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	}
-	first := load(`{"default": {"maxRetries": 2, "backoff": "none", "budget": {"minRetries": 3, "window": "1h"}}}`)
+	// The window's counts alone: the hold (point 22) would make the second
+	// request's resends wait for evidence that a lone client never gets.
+	first := load(`{"default": {"maxRetries": 2, "backoff": "none", "budget": {"minRetries": 3, "window": "1h", "hold": -1}}}`)
 	get(first)
 	assert.Equal(t, int64(3), up.calls.Load())
-	cfg := BudgetConfig{Percent: 20, MinRetries: 3, Window: time.Hour}
+	cfg := BudgetConfig{Percent: 20, MinRetries: 3, Window: time.Hour, Hold: -1}
 	assert.Equal(t, 1, budgets.For(host, cfg).Stats().Requests)
 	assert.Equal(t, 2, budgets.For(host, cfg).Stats().Retries)
 
-	reloaded := load(`{"default": {"maxRetries": 2, "backoff": "none", "budget": {"minRetries": 3, "window": "1h"}}}`)
+	reloaded := load(`{"default": {"maxRetries": 2, "backoff": "none", "budget": {"minRetries": 3, "window": "1h", "hold": -1}}}`)
 	get(reloaded)
 	assert.Equal(t, int64(5), up.calls.Load(), "one resend left in the shared budget")
 	assert.Equal(t, 2, budgets.For(host, cfg).Stats().Requests)

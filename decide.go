@@ -79,7 +79,7 @@ func (c *call) refusal(o outcome) Reason {
 // candidates whose budget said no to this very attempt). drain is how long
 // discarding the failed response may still take. next changes nothing:
 // the loop pays for the plan, then commits it.
-func (c *call) next(now time.Time, drain time.Duration, refused []bool) (plan, Reason) {
+func (c *call) next(now time.Time, drain time.Duration, refused []Reason) (plan, Reason) {
 	if k, ok := c.untried(); ok {
 		if !c.deadline.IsZero() && !now.Add(drain).Before(c.deadline) {
 			return plan{}, ReasonDeadline
@@ -105,19 +105,19 @@ func (c *call) nextCopy(now time.Time) (plan, Reason) {
 	}
 	if c.p.hedge.SameOrigin {
 		k := c.ownIndex()
-		if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
+		if reason := c.admitHedge(&c.targets[k], now); reason != 0 {
 			return plan{}, reason
 		}
 		return plan{to: k, kind: EventHedge}, 0
 	}
 	if k, ok := c.untried(); ok {
-		if reason := c.admitCopy(&c.targets[k], now); reason != 0 {
+		if reason := c.admitHedge(&c.targets[k], now); reason != 0 {
 			return plan{}, reason
 		}
 		return plan{to: k, kind: EventHedge}, 0
 	}
 	return c.around(EventHedge, nil, func(tg *target) (time.Duration, Reason) {
-		return 0, c.admitCopy(tg, now)
+		return 0, c.admitHedge(tg, now)
 	})
 }
 

@@ -125,40 +125,40 @@ func TestNextAtFixedInstants(t *testing.T) {
 		drain    time.Duration
 		hedge    bool
 		same     bool // Hedge.SameOrigin
-		refused  []bool
+		refused  []Reason
 		want     plan
 		reason   Reason
 	}{
-		{name: "one candidate: a resend", cands: []cand{{tried: true}}, want: plan{0, ms(100), EventRetry}},
-		{name: "untried first, no wait", cands: []cand{{tried: true}, {}, {}}, want: plan{1, 0, EventFallback}},
-		{name: "an untried candidate needs no pool", cands: []cand{{tried: true}, {}}, drawn: 3, want: plan{1, 0, EventFallback}},
-		{name: "an untried candidate ignores Retry-After", cands: []cand{{tried: true}, {raTooLong: true}}, want: plan{1, 0, EventFallback}},
+		{name: "one candidate: a resend", cands: []cand{{tried: true}}, want: plan{to: 0, wait: ms(100), kind: EventRetry}},
+		{name: "untried first, no wait", cands: []cand{{tried: true}, {}, {}}, want: plan{to: 1, wait: 0, kind: EventFallback}},
+		{name: "an untried candidate needs no pool", cands: []cand{{tried: true}, {}}, drawn: 3, want: plan{to: 1, wait: 0, kind: EventFallback}},
+		{name: "an untried candidate ignores Retry-After", cands: []cand{{tried: true}, {raTooLong: true}}, want: plan{to: 1, wait: 0, kind: EventFallback}},
 		{name: "an untried candidate past the deadline", cands: []cand{{tried: true}, {}}, deadline: ms(50), drain: ms(50), reason: ReasonDeadline},
-		{name: "all tried: from the ring", cands: []cand{{tried: true}, {tried: true}, {tried: true}}, ring: 1, want: plan{1, ms(100), EventRetry}},
-		{name: "the ring wraps", cands: []cand{{tried: true}, {tried: true}}, ring: 2, want: plan{0, ms(100), EventRetry}},
-		{name: "Retry-After too long passes over", cands: []cand{{tried: true, raTooLong: true}, {tried: true}}, want: plan{1, ms(100), EventRetry}},
-		{name: "a budget that refused passes over", cands: []cand{{tried: true}, {tried: true}}, refused: []bool{true, false}, want: plan{1, ms(100), EventRetry}},
+		{name: "all tried: from the ring", cands: []cand{{tried: true}, {tried: true}, {tried: true}}, ring: 1, want: plan{to: 1, wait: ms(100), kind: EventRetry}},
+		{name: "the ring wraps", cands: []cand{{tried: true}, {tried: true}}, ring: 2, want: plan{to: 0, wait: ms(100), kind: EventRetry}},
+		{name: "Retry-After too long passes over", cands: []cand{{tried: true, raTooLong: true}, {tried: true}}, want: plan{to: 1, wait: ms(100), kind: EventRetry}},
+		{name: "a budget that refused passes over", cands: []cand{{tried: true}, {tried: true}}, refused: []Reason{ReasonBudget, 0}, want: plan{to: 1, wait: ms(100), kind: EventRetry}},
 		{name: "every candidate passed over: the first one's reason", cands: []cand{{tried: true, raTooLong: true}, {tried: true}},
-			refused: []bool{false, true}, reason: ReasonRetryAfterTooLong},
+			refused: []Reason{0, ReasonBudget}, reason: ReasonRetryAfterTooLong},
 		{name: "the pool ends the request", cands: []cand{{tried: true}, {tried: true}}, drawn: 3, reason: ReasonExhausted},
-		{name: "Retry-After lengthens the wait", cands: []cand{{tried: true, raUntil: ms(400)}}, want: plan{0, ms(400), EventRetry}},
+		{name: "Retry-After lengthens the wait", cands: []cand{{tried: true, raUntil: ms(400)}}, want: plan{to: 0, wait: ms(400), kind: EventRetry}},
 		{name: "the wait crosses the deadline", cands: []cand{{tried: true}}, deadline: ms(100), reason: ReasonDeadline},
-		{name: "a copy to an untried candidate", cands: []cand{{tried: true}, {}}, hedge: true, want: plan{1, 0, EventHedge}},
+		{name: "a copy to an untried candidate", cands: []cand{{tried: true}, {}}, hedge: true, want: plan{to: 1, wait: 0, kind: EventHedge}},
 		{name: "a copy draws on the pool", cands: []cand{{tried: true}, {}}, hedge: true, drawn: 3, reason: ReasonExhausted},
-		{name: "a copy round the candidates", cands: []cand{{tried: true}}, hedge: true, want: plan{0, 0, EventHedge}},
+		{name: "a copy round the candidates", cands: []cand{{tried: true}}, hedge: true, want: plan{to: 0, wait: 0, kind: EventHedge}},
 		{name: "a copy cannot wait out a Retry-After", cands: []cand{{tried: true, raUntil: ms(10)}}, hedge: true, reason: ReasonRetryAfterTooLong},
 		{name: "SameOrigin: a copy stays home, a fallback untried", cands: []cand{{tried: true}, {moved: true}}, hedge: true, same: true,
-			want: plan{0, 0, EventHedge}},
+			want: plan{to: 0, wait: 0, kind: EventHedge}},
 		{name: "SameOrigin: home, wherever the ring is", cands: []cand{{tried: true}, {tried: true, moved: true}}, ring: 1, hedge: true, same: true,
-			want: plan{0, 0, EventHedge}},
+			want: plan{to: 0, wait: 0, kind: EventHedge}},
 		{name: "SameOrigin: home when demotion moved it last", cands: []cand{{tried: true, moved: true}, {}}, hedge: true, same: true,
-			want: plan{1, 0, EventHedge}},
+			want: plan{to: 1, wait: 0, kind: EventHedge}},
 		{name: "SameOrigin: home's Retry-After, no copy elsewhere", cands: []cand{{tried: true, raUntil: ms(10)}, {moved: true}}, hedge: true, same: true,
 			reason: ReasonRetryAfterTooLong},
 		{name: "SameOrigin: a copy draws on the pool", cands: []cand{{tried: true}, {moved: true}}, hedge: true, same: true, drawn: 3,
 			reason: ReasonExhausted},
 		{name: "SameOrigin: resends still go to the fallbacks", cands: []cand{{tried: true}, {moved: true}}, same: true,
-			want: plan{1, 0, EventFallback}},
+			want: plan{to: 1, wait: 0, kind: EventFallback}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,18 +72,29 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			panic(v)
 		}
 	}()
+	defer c.leavePark()
 	for {
 		c.apply(&o)
 		if !o.failure {
 			return c.deliver(o)
 		}
-		p, uploading, reason := c.payNext(&o, &next)
-		if reason != 0 {
+		var t turn
+		p, uploading, reason := plan{}, false, Reason(0)
+		if o.parkTry {
+			t = c.parkAgain(&o)
+		} else if p, uploading, reason = c.payNext(&o, &next); reason != 0 {
 			about := o.a.tg
-			if reason == ReasonBudget {
-				about = &c.targets[p.to] // the origin whose budget refused
+			if reason == ReasonBudget || reason == ReasonHold {
+				about = &c.targets[p.to] // the origin whose budget or hold refused
 			}
-			return c.giveUp(o, reason, about)
+			t = c.stop(&o, reason, about, reservation{}, nil, 0)
+		}
+		if o.parkTry || reason != 0 {
+			if !t.again {
+				return t.resp, t.err
+			}
+			o = t.next
+			continue
 		}
 		tg := &c.targets[p.to]
 		c.emit(Event{Kind: p.kind, Attempt: o.a.n, Status: status(o.resp), Err: o.err, Delay: p.wait}, tg)
@@ -91,7 +102,15 @@ func (c *call) loop(o outcome) (*http.Response, error) {
 			next.release()
 			return c.giveUp(o, reason, o.a.tg)
 		}
-		if err := c.wait(&o, &next, p.wait); err != nil {
+		if p.held != nil {
+			if t, ok := c.afterHeld(&o, &next, p); !ok {
+				if !t.again {
+					return t.resp, t.err
+				}
+				o = t.next
+				continue
+			}
+		} else if err := c.wait(&o, &next, p.wait); err != nil {
 			return nil, err
 		}
 		body := next.body
@@ -215,7 +234,7 @@ func (c *call) wait(o *outcome, next *pending, d time.Duration) error {
 // round instead (hedgedRound.charge): it is charged to the request it
 // copies.
 func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reason) {
-	var refused []bool // made on the first refusal: rare, and candidates few
+	var refused []Reason // made on the first refusal: rare, and candidates few
 	for {
 		s, reason := c.next(now, drain, refused)
 		if reason != 0 {
@@ -233,15 +252,19 @@ func (c *call) pay(now time.Time, drain time.Duration) (plan, reservation, Reaso
 			c.spend(s)
 			return s, reservation{}, 0
 		}
+		why := ReasonBudget
 		if res, ok := c.reserve(tg, now); ok {
-			c.attempted(s)
-			c.spend(s)
-			return s, res, 0
+			if s.held, why = c.holdAt(tg, s, now); why == 0 {
+				c.attempted(s)
+				c.spend(s)
+				return s, res, 0
+			}
+			res.refund()
 		}
 		if refused == nil {
-			refused = make([]bool, len(c.targets))
+			refused = make([]Reason, len(c.targets))
 		}
-		refused[s.to] = true
+		refused[s.to] = why
 	}
 }
 

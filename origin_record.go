@@ -29,6 +29,9 @@ type originRecord struct {
 	// is made on first use, about 1 KB.
 	demotion  demotion.State
 	latencies atomic.Pointer[latency.Estimator]
+	// out counts the origin's failures in a row, and holds the requests
+	// parked there (DESIGN point 22).
+	out outage
 }
 
 // newOriginRecord is the record of key in a registry whose coarse clock
@@ -56,7 +59,8 @@ func (r *originRecord) stamp() {
 // nothing worth keeping). A demoted origin, or one that learned, is not
 // idle for lack of recorded requests: its budget may be disabled.
 func (r *originRecord) idleAt(now int64) bool {
-	return r.budget.idleAt(now) && r.budget.creditFullAt(now) && !r.demotion.Active() && !r.hasLearned()
+	return r.budget.idleAt(now) && r.budget.creditFullAt(now) && !r.demotion.Active() && !r.hasLearned() &&
+		r.out.parked.Load() == 0 && r.out.inflight.Load() == 0
 }
 
 // hasLearned reports whether the origin has a learned hedge delay: its
@@ -91,6 +95,7 @@ func (r *originRecord) learn(d time.Duration, q float64) {
 func (r *originRecord) stats(now time.Time) BudgetStats {
 	s := r.budget.statsAt(now)
 	s.DemotedFor = r.demotion.Left(now)
+	s.Streak, s.Parked = int(r.out.streak.Load()), int(r.out.parked.Load())
 	if l := r.latencies.Load(); l != nil {
 		s.HedgeAfter, _ = l.Estimate()
 	}

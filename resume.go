@@ -412,7 +412,11 @@ func (b *resumeBody) ask(c *call) (failed resumeFailure, done bool, err error) {
 		return failed, true, errReadOnClosedBody
 	}
 	if err == nil {
-		switch judgeResume(resp, b.pos, &b.at) {
+		v := judgeResume(resp, b.pos, &b.at)
+		if v != resumeOther {
+			a.answered(resp) // no verdict to apply: its origin hears it here
+		}
+		switch v {
 		case resumeAccepted, resumeWhole:
 			return failed, true, b.take(a, resp)
 		case resumeChanged:

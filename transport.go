@@ -245,8 +245,12 @@ func (r *route) sendFast() (*http.Response, error) {
 	if r.marks {
 		req = markFirst(req)
 	}
+	counted := r.rec != nil && r.startedFirst()
 	resp, err := r.t.base.RoundTrip(req)
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
+		if r.rec != nil {
+			r.rec.settle(counted, answerMark(resp)) // at a streak of 0: one atomic load
+		}
 		tg := r.ownTarget()
 		if r.demotes {
 			r.applyAnswer(&tg, resp)
@@ -257,9 +261,24 @@ func (r *route) sendFast() (*http.Response, error) {
 	resp, err = checkOutcome(resp, err)
 	now := judgedAt(r.demotes) // no Deadline on this path: sendsAsIs said so
 	c := newCall(r, now)
+	c.first.rec = r.rec
+	c.first.counted.Store(counted)
 	resp, err = c.afterFast(resp, err, now)
 	c.recycle()
 	return resp, err
+}
+
+// startedFirst counts the start of the fast path's attempt, the request's
+// first, at its origin (see call.starting).
+func (r *route) startedFirst() bool {
+	var now instant
+	if !r.rec.out.started(&now) {
+		return false
+	}
+	if r.rec.out.parked.Load() > 0 && r.rec.down() {
+		r.rec.arrive(now.read())
+	}
+	return true
 }
 
 // wrapResumable gives resp, about to be handed to the caller of r from

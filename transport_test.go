@@ -332,7 +332,9 @@ func TestPermanentErrorIsNotRetried(t *testing.T) {
 func TestBudgetRefusesResendsBeyondItsShare(t *testing.T) {
 	up := newUpstream(t, always(http.StatusServiceUnavailable))
 	p := fastPolicy(3)
-	p.Budget = BudgetConfig{Percent: 10, MinRetries: 2, Window: time.Minute}
+	// The window's share and floor alone, as before point 22 (Hold -1): the
+	// streak is still counted and shown.
+	p.Budget = BudgetConfig{Percent: 10, MinRetries: 2, Window: time.Minute, Hold: -1}
 	budgets := NewBudgets()
 	var rec recorder
 	// Two transports share the registry, as after a configuration reload.
@@ -357,7 +359,7 @@ func TestBudgetRefusesResendsBeyondItsShare(t *testing.T) {
 	}
 	assert.Equal(t, map[Reason]int{ReasonBudget: 10}, reasons)
 	host := strings.TrimPrefix(up.URL, "http://")
-	assert.Equal(t, BudgetStats{Requests: 10, Retries: 2, Allowance: 1}, budgets.For(host, p.Budget).Stats(),
+	assert.Equal(t, BudgetStats{Requests: 10, Retries: 2, Allowance: 1, Streak: 12}, budgets.For(host, p.Budget).Stats(),
 		"the floor spent; 0.9 credit earned back")
 }
 

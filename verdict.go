@@ -16,6 +16,9 @@ type outcome struct {
 	failure bool
 	retryAfterAt
 	told bool
+	// parkTry says the attempt was a parked request's probe or release:
+	// if it failed, the request parks again (see parkAgain).
+	parkTry bool
 }
 
 // retryAfterAt is a response's Retry-After read once (see read): ra, the
@@ -49,6 +52,9 @@ type verdict struct {
 	// returned: the caller's context no longer bears on it.
 	alone bool
 	retryAfterAt
+	// att is the attempt judged, nil for the fast path's answer, which
+	// settles its origin's streak itself (see route.sendFast).
+	att *attempt
 }
 
 // take returns o's verdict and the candidate it is about, the first time
@@ -63,7 +69,7 @@ func (o *outcome) take() (*target, verdict, bool) {
 
 func (o *outcome) verdict() verdict {
 	return verdict{n: o.a.n, status: status(o.resp), err: o.err, failure: o.failure,
-		cut: o.a.fired.Load() && o.a.byDeadline, retryAfterAt: o.retryAfterAt}
+		cut: o.a.fired.Load() && o.a.byDeadline, retryAfterAt: o.retryAfterAt, att: o.a}
 }
 
 // noteRetryAfter remembers what v, read from a failure from tg, asks of

@@ -365,7 +365,8 @@ func (run *simRun) checkEvents(sr *simReq) {
 					e.Attempt, about.origin.url)
 			}
 		case httpretry.EventGiveUp:
-			if e.Reason != httpretry.ReasonBudget && e.Origin != about.origin.url {
+			// A budget's or a hold's refusal names the origin that refused.
+			if e.Reason != httpretry.ReasonBudget && e.Reason != httpretry.ReasonHold && e.Origin != about.origin.url {
 				run.violate(sr, "event-origin", "give-up names %s, attempt %d went to %s", e.Origin, e.Attempt,
 					about.origin.url)
 			}

@@ -202,6 +202,10 @@ func drawBudget(r *rand.Rand) httpretry.BudgetConfig {
 		c.Disabled = true
 	}
 	c.Window = pick(r, 0, time.Minute, 10*time.Minute)
+	// Point 22's hold is off until its dimension and invariants are drawn
+	// here (issue 31): its probes and releases go past the pool and the
+	// budget's charge by design, which the invariants below do not know.
+	c.Hold = -1
 	return c
 }
 

@@ -63,7 +63,7 @@ func drawHedgeFallback(seed uint64) *runConfig {
 		h.Quantile = 0.95
 	}
 	cfg.policies = []httpretry.Policy{{MaxRetries: 2, Hedge: h, Fallbacks: []string{cfg.origins[1].url},
-		Budget: httpretry.BudgetConfig{Window: w}}}
+		Budget: httpretry.BudgetConfig{Window: w, Hold: -1}}}
 	// 500 requests of 10 ms at least, each after a gap of w/100: 5 s + 5w.
 	cfg.clients = []clientPlan{{reqs: getPlans(500, 5*time.Second, w/100)}}
 	return cfg
