@@ -13,23 +13,23 @@ import (
 // credit"): what a client sends in the first seconds of an outage that
 // follows health, and how many of its failed first attempts it still
 // recovers when failures are isolated. They run in virtual time, against
-// an upstream in memory: RunOnsetFleet, RunOnsetLoop and DefaultHolds
-// must be called in a testing/synctest bubble, and the Measure functions
-// make one per run with a Bubble. Outside a bubble a run would take the
-// minutes it describes.
+// an upstream in memory: RunOnsetFleet, RunOnsetLoop and
+// OnsetDefaultHolds must be called in a testing/synctest bubble, and the
+// Measure functions make one per run with an OnsetBubble. Outside a
+// bubble a run would take the minutes it describes.
 
-// Bubble runs f in a testing/synctest bubble of its own and returns when
-// every goroutine f started has ended; in a test:
+// OnsetBubble runs f in a testing/synctest bubble of its own and returns
+// when every goroutine f started has ended; in a test:
 //
 //	func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
 //
-// Each run takes a bubble of its own: in one bubble that lives through
-// many runs, the race detector fails a ThreadSanitizer CHECK (epoch ==
-// kEpochLast) after some hundred thousand requests.
-type Bubble func(f func())
+// Each run takes a bubble of its own, so that synctest reports a run that
+// leaves a goroutine behind or blocks for good at that run, and every run
+// starts at the same virtual instant.
+type OnsetBubble func(f func())
 
 // run returns what run returns, run in a bubble.
-func (in Bubble) run(run func() (OnsetRun, error)) (OnsetRun, error) {
+func (in OnsetBubble) run(run func() (OnsetRun, error)) (OnsetRun, error) {
 	var (
 		r   OnsetRun
 		err error
@@ -42,7 +42,7 @@ func (in Bubble) run(run func() (OnsetRun, error)) (OnsetRun, error) {
 // attempt the upstream received, and the calls that completed.
 type OnsetRun struct {
 	Library string
-	Trouble Trouble
+	Trouble OnsetTrouble
 	// Sends are the attempts, in the order they were sent.
 	Sends []OnsetSend
 	// Calls are the completed calls, by number; Started counts the
@@ -87,24 +87,24 @@ func (r OnsetRun) PerRequest(from, to time.Duration) float64 {
 	return float64(attempts) / float64(calls)
 }
 
-// Recovery counts, for one client, the completed calls whose first attempt
-// failed and those of them that ended with a 2xx all the same.
-type Recovery struct {
+// OnsetRecovery counts, for one client, the completed calls whose first
+// attempt failed and those of them that ended with a 2xx all the same.
+type OnsetRecovery struct {
 	Client            string
 	Failed, Recovered int
 }
 
 // Share returns Recovered ÷ Failed, 0 when none failed.
-func (r Recovery) Share() float64 {
+func (r OnsetRecovery) Share() float64 {
 	if r.Failed == 0 {
 		return 0
 	}
 	return float64(r.Recovered) / float64(r.Failed)
 }
 
-// Recovery returns the run's Recovery, named client.
-func (r OnsetRun) Recovery(client string) Recovery {
-	rec := Recovery{Client: client}
+// Recovery returns the run's OnsetRecovery, named client.
+func (r OnsetRun) Recovery(client string) OnsetRecovery {
+	rec := OnsetRecovery{Client: client}
 	for _, c := range r.Calls {
 		if c.FirstFailed {
 			rec.Failed++
@@ -119,14 +119,16 @@ func (r OnsetRun) Recovery(client string) Recovery {
 // The open loops of point 22, each with its own budget per client. Their
 // Windows is set by each run.
 var (
-	// BusyClient is one client at 200 requests per second, in real time.
-	BusyClient = FleetConfig{Clients: 1, PerWindow: 2000, Window: RealWindow}
-	// QuietFleet is the quiet fleet of the fleet benchmark: 50 clients, 2
-	// requests each per budget window, compressed to 500 ms windows.
-	QuietFleet = FleetConfig{Clients: 50, PerWindow: 2, Window: 500 * time.Millisecond}
-	// RealTimeFleet is QuietFleet in real-time proportions: 10 s windows,
-	// every library's own durations.
-	RealTimeFleet = FleetConfig{Clients: 50, PerWindow: 2, Window: RealWindow}
+	// OnsetBusyClient is one client at 200 requests per second, in real
+	// time.
+	OnsetBusyClient = FleetConfig{Clients: 1, PerWindow: 2000, Window: RealWindow}
+	// OnsetQuietFleet is the quiet fleet of the fleet benchmark: 50
+	// clients, 2 requests each per budget window, compressed to 500 ms
+	// windows.
+	OnsetQuietFleet = FleetConfig{Clients: 50, PerWindow: 2, Window: 500 * time.Millisecond}
+	// OnsetRealTimeFleet is OnsetQuietFleet in real-time proportions: 10 s
+	// windows, every library's own durations.
+	OnsetRealTimeFleet = FleetConfig{Clients: 50, PerWindow: 2, Window: RealWindow}
 )
 
 // RunOnsetFleet runs cfg's open loop (RunFleetClient's schedule, one
@@ -134,7 +136,7 @@ var (
 // tr, and returns what it received and what the calls got; calls still in
 // flight at cfg.Deadline are cancelled and left out. cfg's FailRate and
 // Seed are not read: tr says what fails. Call it in a synctest bubble.
-func RunOnsetFleet(lib FleetLibrary, cfg FleetConfig, tr Trouble) (OnsetRun, error) {
+func RunOnsetFleet(lib FleetLibrary, cfg FleetConfig, tr OnsetTrouble) (OnsetRun, error) {
 	if err := cfg.validate(); err != nil {
 		return OnsetRun{}, err
 	}
@@ -159,11 +161,11 @@ func RunOnsetFleet(lib FleetLibrary, cfg FleetConfig, tr Trouble) (OnsetRun, err
 	return up.run(lib.Name, calls), nil
 }
 
-// LoopConfig is a closed loop: Workers workers sharing one instance of a
+// OnsetLoop is a closed loop: Workers workers sharing one instance of a
 // library (one budget), each sending its next request as soon as its
 // previous one ended, until Span has passed since the start. The upstream
 // answers each attempt after Latency, which paces the loop.
-type LoopConfig struct {
+type OnsetLoop struct {
 	Workers int
 	Span    time.Duration
 	Latency time.Duration
@@ -171,29 +173,29 @@ type LoopConfig struct {
 	Deadline time.Duration
 }
 
-// ClosedLoop is the closed loop of point 22 with workers workers: each
+// OnsetClosedLoop is the closed loop of point 22 with workers workers: each
 // request under a 30 s deadline, each attempt answered after 50 ms. Its
 // Span is set by each run.
-func ClosedLoop(workers int) LoopConfig {
-	return LoopConfig{Workers: workers, Latency: 50 * time.Millisecond, Deadline: 30 * time.Second}
+func OnsetClosedLoop(workers int) OnsetLoop {
+	return OnsetLoop{Workers: workers, Latency: 50 * time.Millisecond, Deadline: 30 * time.Second}
 }
 
-// loopTail is how long after its Span a closed loop without a deadline
-// waits for its last requests: longer than any contender's waits.
-const loopTail = time.Minute
+// onsetLoopTail is how long after its Span a closed loop without a
+// deadline waits for its last requests: longer than any contender's waits.
+const onsetLoopTail = time.Minute
 
 // RunOnsetLoop runs cfg's closed loop through lib, at the pace of real
 // time (scale 1), against an upstream in memory that suffers tr, and
 // returns what it received and what the calls got. A call that ends at its
 // Deadline is a completion that failed. Call it in a synctest bubble.
-func RunOnsetLoop(lib FleetLibrary, cfg LoopConfig, tr Trouble) (OnsetRun, error) {
+func RunOnsetLoop(lib FleetLibrary, cfg OnsetLoop, tr OnsetTrouble) (OnsetRun, error) {
 	if cfg.Workers <= 0 || cfg.Span <= 0 || cfg.Latency <= 0 || cfg.Deadline < 0 {
 		// Without latency, a closed loop in virtual time would send
 		// without end at one instant.
 		return OnsetRun{}, errors.New("bench: a closed loop needs workers, a span and a latency")
 	}
 	up := newOnsetOrigin(tr, cfg.Latency)
-	tail := loopTail
+	tail := onsetLoopTail
 	if cfg.Deadline > 0 {
 		tail = cfg.Deadline + time.Second
 	}
@@ -210,7 +212,7 @@ func RunOnsetLoop(lib FleetLibrary, cfg LoopConfig, tr Trouble) (OnsetRun, error
 		wg.Go(func() {
 			for time.Since(up.start) < cfg.Span {
 				id := int(next.Add(1) - 1)
-				ok, err := loopOnce(ctx, client, id, cfg.Deadline)
+				ok, err := onsetLoopOnce(ctx, client, id, cfg.Deadline)
 				if err != nil && ctx.Err() != nil {
 					return // cut by the run's end: not a completion
 				}
@@ -224,8 +226,8 @@ func RunOnsetLoop(lib FleetLibrary, cfg LoopConfig, tr Trouble) (OnsetRun, error
 	return up.run(lib.Name, calls), nil
 }
 
-// loopOnce is getOnce under deadline, if any.
-func loopOnce(ctx context.Context, client *http.Client, id int, deadline time.Duration) (bool, error) {
+// onsetLoopOnce is getOnce under deadline, if any.
+func onsetLoopOnce(ctx context.Context, client *http.Client, id int, deadline time.Duration) (bool, error) {
 	if deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, deadline)

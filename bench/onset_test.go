@@ -18,21 +18,21 @@ func onsetLib(t *testing.T, name string) FleetLibrary {
 	return l
 }
 
-// inBubble runs f in a synctest bubble: every onset run takes virtual
+// onsetInBubble runs f in a synctest bubble: every onset run takes virtual
 // time, whatever the load of the machine.
-func inBubble(t *testing.T, f func(t *testing.T)) {
+func onsetInBubble(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	synctest.Test(t, f)
 }
 
-// bubble is a Bubble of t.
-func bubble(t *testing.T) Bubble {
+// onsetBubble is an OnsetBubble of t.
+func onsetBubble(t *testing.T) OnsetBubble {
 	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
 }
 
-// assertEveryRequestEndsOnce checks that r completed each request it
+// assertOnsetRequestsEndOnce checks that r completed each request it
 // started exactly once, numbered 0 to want-1.
-func assertEveryRequestEndsOnce(t *testing.T, r OnsetRun, want int) {
+func assertOnsetRequestsEndOnce(t *testing.T, r OnsetRun, want int) {
 	t.Helper()
 	assert.Equal(t, want, r.Started)
 	require.Len(t, r.Calls, want)
@@ -49,15 +49,15 @@ func assertEveryRequestEndsOnce(t *testing.T, r OnsetRun, want int) {
 	assert.Equal(t, want, firsts)
 }
 
-func TestTroubleFails(t *testing.T) {
-	tr := Trouble{After: time.Second, For: 2 * time.Second, Rate: 1}
+func TestOnsetTroubleFails(t *testing.T) {
+	tr := OnsetTrouble{After: time.Second, For: 2 * time.Second, Rate: 1}
 	assert.False(t, tr.Fails(1, 1, time.Second-1))
 	assert.True(t, tr.Fails(1, 1, time.Second))
 	assert.True(t, tr.Fails(1, 9, 3*time.Second-1))
 	assert.False(t, tr.Fails(1, 1, 3*time.Second))
-	assert.True(t, Trouble{After: time.Second, Rate: 1}.Fails(1, 1, time.Hour), "For 0: to the end")
-	assert.False(t, Trouble{}.Fails(1, 1, 0), "Rate 0: health")
-	blips := Trouble{Rate: 0.05, Seed: 7}
+	assert.True(t, OnsetTrouble{After: time.Second, Rate: 1}.Fails(1, 1, time.Hour), "For 0: to the end")
+	assert.False(t, OnsetTrouble{}.Fails(1, 1, 0), "Rate 0: health")
+	blips := OnsetTrouble{Rate: 0.05, Seed: 7}
 	for id := range 1000 {
 		assert.Equal(t, Blip(7, id, 2, 0.05), blips.Fails(id, 2, time.Duration(id)*time.Second))
 	}
@@ -83,9 +83,9 @@ func TestOnsetRunCountsBySendTime(t *testing.T) {
 	assert.Zero(t, r.Amplification(3*time.Second, 4*time.Second), "no request: no ratio")
 	assert.InDelta(t, 1.5, r.PerRequest(time.Second, 2*time.Second), 1e-9)
 	assert.Zero(t, r.PerRequest(3*time.Second, 4*time.Second))
-	assert.Equal(t, Recovery{Client: "c", Failed: 2, Recovered: 1}, r.Recovery("c"))
+	assert.Equal(t, OnsetRecovery{Client: "c", Failed: 2, Recovered: 1}, r.Recovery("c"))
 	assert.InDelta(t, 0.5, r.Recovery("c").Share(), 1e-9)
-	assert.Zero(t, Recovery{}.Share())
+	assert.Zero(t, OnsetRecovery{}.Share())
 }
 
 func TestRunOnsetFleetEveryRequestEndsOnce(t *testing.T) {
@@ -94,10 +94,10 @@ func TestRunOnsetFleetEveryRequestEndsOnce(t *testing.T) {
 	cfg := FleetConfig{Clients: 4, PerWindow: 5, Windows: 3, Window: 100 * time.Millisecond}
 	for _, l := range OnsetLibraries() {
 		t.Run(l.Name, func(t *testing.T) {
-			inBubble(t, func(t *testing.T) {
-				r, err := RunOnsetFleet(l, cfg, Trouble{After: cfg.Window, Rate: 1})
+			onsetInBubble(t, func(t *testing.T) {
+				r, err := RunOnsetFleet(l, cfg, OnsetTrouble{After: cfg.Window, Rate: 1})
 				require.NoError(t, err)
-				assertEveryRequestEndsOnce(t, r, 60)
+				assertOnsetRequestsEndOnce(t, r, 60)
 				healthy := 0
 				for _, c := range r.Calls {
 					assert.Equal(t, c.Start < cfg.Window, c.OK, "request %d", c.ID)
@@ -112,8 +112,8 @@ func TestRunOnsetFleetEveryRequestEndsOnce(t *testing.T) {
 			})
 		})
 	}
-	inBubble(t, func(t *testing.T) {
-		_, err := RunOnsetFleet(onsetLib(t, NameHTTPRetry), FleetConfig{}, Trouble{})
+	onsetInBubble(t, func(t *testing.T) {
+		_, err := RunOnsetFleet(onsetLib(t, NameHTTPRetry), FleetConfig{}, OnsetTrouble{})
 		assert.Error(t, err)
 	})
 }
@@ -121,11 +121,11 @@ func TestRunOnsetFleetEveryRequestEndsOnce(t *testing.T) {
 func TestOnsetDisabledAmplifiesAsMaxRetries(t *testing.T) {
 	// With its budget off, httpretry resends each request of a 503 outage
 	// MaxRetries (3) times: 4 attempts each, exactly.
-	inBubble(t, func(t *testing.T) {
-		w := QuietFleet.Window
-		r, err := runOutage(onsetLib(t, NameHTTPRetryNoBudget), QuietFleet, 4)
+	onsetInBubble(t, func(t *testing.T) {
+		w := OnsetQuietFleet.Window
+		r, err := runOnsetOutage(onsetLib(t, NameHTTPRetryNoBudget), OnsetQuietFleet, 4)
 		require.NoError(t, err)
-		assertEveryRequestEndsOnce(t, r, 50*2*6)
+		assertOnsetRequestsEndOnce(t, r, 50*2*6)
 		for _, c := range r.Calls {
 			want := 1
 			if c.Start >= w {
@@ -145,8 +145,8 @@ func TestRunOnsetFleetBlipsExact(t *testing.T) {
 	// fails is recovered unless its second and third fail as well. The
 	// harness must count exactly that.
 	cfg := FleetConfig{Clients: 5, PerWindow: 20, Windows: 2, Window: 50 * time.Millisecond}
-	tr := Trouble{Rate: 0.2, Seed: 3}
-	want := Recovery{Client: "c"}
+	tr := OnsetTrouble{Rate: 0.2, Seed: 3}
+	want := OnsetRecovery{Client: "c"}
 	wantSends := 0
 	for id := range cfg.Clients * cfg.PerClient() {
 		n := 1
@@ -162,10 +162,10 @@ func TestRunOnsetFleetBlipsExact(t *testing.T) {
 		}
 	}
 	require.NotZero(t, want.Failed)
-	inBubble(t, func(t *testing.T) {
+	onsetInBubble(t, func(t *testing.T) {
 		r, err := RunOnsetFleet(onsetLib(t, NameFailsafe), cfg, tr)
 		require.NoError(t, err)
-		assertEveryRequestEndsOnce(t, r, 200)
+		assertOnsetRequestsEndOnce(t, r, 200)
 		assert.Equal(t, want, r.Recovery("c"))
 		assert.Len(t, r.Sends, wantSends)
 	})
@@ -174,11 +174,11 @@ func TestRunOnsetFleetBlipsExact(t *testing.T) {
 func TestRunOnsetLoopPacesAndEndsAtDeadline(t *testing.T) {
 	t.Run("healthy", func(t *testing.T) {
 		// 2 workers, 50 ms per request, for 1 s: 20 requests each.
-		inBubble(t, func(t *testing.T) {
-			cfg := LoopConfig{Workers: 2, Span: time.Second, Latency: 50 * time.Millisecond}
-			r, err := RunOnsetLoop(onsetLib(t, NameHTTPRetry), cfg, Trouble{})
+		onsetInBubble(t, func(t *testing.T) {
+			cfg := OnsetLoop{Workers: 2, Span: time.Second, Latency: 50 * time.Millisecond}
+			r, err := RunOnsetLoop(onsetLib(t, NameHTTPRetry), cfg, OnsetTrouble{})
 			require.NoError(t, err)
-			assertEveryRequestEndsOnce(t, r, 40)
+			assertOnsetRequestsEndOnce(t, r, 40)
 			assert.Len(t, r.Sends, 40)
 			for _, c := range r.Calls {
 				assert.True(t, c.OK)
@@ -189,13 +189,13 @@ func TestRunOnsetLoopPacesAndEndsAtDeadline(t *testing.T) {
 		// retryablehttp waits 1 s, then 2 s: a request under a 3 s
 		// deadline sends at 0 and 1.05 s and ends, failed, at 3 s. One
 		// worker for 10 s: requests at 0, 3, 6 and 9 s.
-		inBubble(t, func(t *testing.T) {
-			cfg := LoopConfig{Workers: 1, Span: 10 * time.Second, Latency: 50 * time.Millisecond, Deadline: 3 * time.Second}
+		onsetInBubble(t, func(t *testing.T) {
+			cfg := OnsetLoop{Workers: 1, Span: 10 * time.Second, Latency: 50 * time.Millisecond, Deadline: 3 * time.Second}
 			start := time.Now()
-			r, err := RunOnsetLoop(onsetLib(t, NameRetryableHTTP), cfg, Trouble{Rate: 1})
+			r, err := RunOnsetLoop(onsetLib(t, NameRetryableHTTP), cfg, OnsetTrouble{Rate: 1})
 			require.NoError(t, err)
 			assert.Equal(t, 12*time.Second, time.Since(start))
-			assertEveryRequestEndsOnce(t, r, 4)
+			assertOnsetRequestsEndOnce(t, r, 4)
 			for i, c := range r.Calls {
 				assert.Equal(t, time.Duration(i)*3*time.Second, c.Start)
 				assert.Equal(t, 2, c.Attempts)
@@ -205,31 +205,31 @@ func TestRunOnsetLoopPacesAndEndsAtDeadline(t *testing.T) {
 		})
 	})
 	t.Run("invalid", func(t *testing.T) {
-		_, err := RunOnsetLoop(onsetLib(t, NameHTTPRetry), LoopConfig{Workers: 1, Span: time.Second}, Trouble{})
+		_, err := RunOnsetLoop(onsetLib(t, NameHTTPRetry), OnsetLoop{Workers: 1, Span: time.Second}, OnsetTrouble{})
 		assert.Error(t, err, "no latency")
 	})
 }
 
 func TestMeasureOnsetShape(t *testing.T) {
 	// failsafe sends its 3 attempts at once: 3× in every span.
-	f, err := MeasureOnset(onsetLib(t, NameFailsafe), ShortOnsetPlan(), bubble(t))
+	f, err := MeasureOnset(onsetLib(t, NameFailsafe), ShortOnsetPlan(), onsetBubble(t))
 	require.NoError(t, err)
 	assert.Equal(t, OnsetFigures{Library: NameFailsafe, Busy1s: 3, Busy2s: 3, Quiet2: 3, Quiet4: 3, RealTime4: 3,
 		LongBusy: 3, LongQuiet: 3, LongRealTime: 3}, f)
 
-	_, err = MeasureOnset(onsetLib(t, NameFailsafe), OnsetPlan{BusyOutage: 1, FleetOutage: 3}, bubble(t))
+	_, err = MeasureOnset(onsetLib(t, NameFailsafe), OnsetPlan{BusyOutage: 1, FleetOutage: 3}, onsetBubble(t))
 	assert.Error(t, err, "4 fleet windows are read")
 }
 
-func TestBrownoutRecoveryRepeatsSeeds(t *testing.T) {
+func TestOnsetBrownoutRepeatsSeeds(t *testing.T) {
 	// Each run fails 30 first attempts and recovers a third of them: 100
 	// failed take 4 runs, seeds 5 to 8, each in a bubble of its own.
 	plan := OnsetPlan{Brownout: 2, BrownoutFailed: 100, Seed: 5}
 	var seeds []uint64
 	bubbles := 0
-	in := Bubble(func(f func()) { bubbles++; f() })
-	rec, err := brownoutRecovery("c", time.Second, plan, in, func(tr Trouble) (OnsetRun, error) {
-		assert.Equal(t, Trouble{After: time.Second, For: 2 * time.Second, Rate: BrownoutRate, Seed: tr.Seed}, tr)
+	in := OnsetBubble(func(f func()) { bubbles++; f() })
+	rec, err := onsetBrownoutRecovery("c", time.Second, plan, in, func(tr OnsetTrouble) (OnsetRun, error) {
+		assert.Equal(t, OnsetTrouble{After: time.Second, For: 2 * time.Second, Rate: OnsetBrownoutRate, Seed: tr.Seed}, tr)
 		seeds = append(seeds, tr.Seed)
 		r := OnsetRun{}
 		for i := range 30 {
@@ -238,31 +238,32 @@ func TestBrownoutRecoveryRepeatsSeeds(t *testing.T) {
 		return r, nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, Recovery{Client: "c", Failed: 120, Recovered: 40}, rec)
+	assert.Equal(t, OnsetRecovery{Client: "c", Failed: 120, Recovered: 40}, rec)
 	assert.Equal(t, []uint64{5, 6, 7, 8}, seeds)
 	assert.Equal(t, 4, bubbles)
 
-	// A client whose first attempts never fail stops at maxBrownoutRuns.
+	// A client whose first attempts never fail stops at onsetMaxBrownoutRuns.
 	runs := 0
-	rec, err = brownoutRecovery("c", time.Second, plan, in, func(Trouble) (OnsetRun, error) { runs++; return OnsetRun{}, nil })
+	rec, err = onsetBrownoutRecovery("c", time.Second, plan, in, func(OnsetTrouble) (OnsetRun, error) { runs++; return OnsetRun{}, nil })
 	require.NoError(t, err)
 	assert.Zero(t, rec.Failed)
-	assert.Equal(t, maxBrownoutRuns, runs)
+	assert.Equal(t, onsetMaxBrownoutRuns, runs)
 }
 
-func TestMeasureHealthShape(t *testing.T) {
+func TestMeasureOnsetHealthShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 64 workers for 20 s and the busy client for 30 s take seconds under -race")
 	}
+	// Not failsafe: see TestReportPrintsEveryTable in cmd/onsetreport.
 	plan := ShortOnsetPlan()
 	plan.Blips, plan.BrownoutFailed = 400, 20
-	h, err := MeasureHealth(onsetLib(t, NameFailsafe), plan, bubble(t))
+	h, err := MeasureOnsetHealth(onsetLib(t, NameHTTPRetryNoBudget), plan, onsetBubble(t))
 	require.NoError(t, err)
-	assert.Equal(t, NameFailsafe, h.Library)
-	for _, recs := range [][]Recovery{h.Blips, h.Brownout} {
-		require.Len(t, recs, len(HealthClients()))
+	assert.Equal(t, NameHTTPRetryNoBudget, h.Library)
+	for _, recs := range [][]OnsetRecovery{h.Blips, h.Brownout} {
+		require.Len(t, recs, len(OnsetHealthClients()))
 		for i, rec := range recs {
-			assert.Equal(t, HealthClients()[i], rec.Client)
+			assert.Equal(t, OnsetHealthClients()[i], rec.Client)
 			assert.Positive(t, rec.Failed, rec.Client)
 			assert.LessOrEqual(t, rec.Recovered, rec.Failed, rec.Client)
 		}
@@ -272,14 +273,14 @@ func TestMeasureHealthShape(t *testing.T) {
 	}
 }
 
-func TestHoldMinusOneNeverHolds(t *testing.T) {
+func TestOnsetProbeNeverHoldsAtHoldMinusOne(t *testing.T) {
 	// Hold -1 is the behaviour before point 22, whatever the engine: the
-	// probe DefaultHolds uses must see no hold there. It runs to its end
+	// probe OnsetDefaultHolds uses must see no hold there. It runs to its end
 	// in virtual time and leaves nothing behind.
-	inBubble(t, func(t *testing.T) {
+	onsetInBubble(t, func(t *testing.T) {
 		p := httpretry.DefaultPolicy()
 		p.Budget.Hold = -1
-		assert.False(t, holds(p))
-		t.Logf("DefaultPolicy holds: %v", DefaultHolds())
+		assert.False(t, onsetHolds(p))
+		t.Logf("DefaultPolicy holds: %v", OnsetDefaultHolds())
 	})
 }

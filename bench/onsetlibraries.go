@@ -52,17 +52,17 @@ func onsetHTTPRetry(change func(*httpretry.Policy)) func(http.RoundTripper, floa
 	}
 }
 
-// DefaultHolds reports whether httpretry's DefaultPolicy holds a resend
+// OnsetDefaultHolds reports whether httpretry's DefaultPolicy holds a resend
 // (DESIGN point 22): whether 20 requests sent at once to an upstream that
 // answers 503 to everything make it give a resend up with ReasonHold,
 // which the rule does at once for an origin that is down. Until the rule
 // is built, DefaultPolicy and Hold -1 behave the same, and their figures
 // differ only by jitter. Call it in a synctest bubble.
-func DefaultHolds() bool { return holds(httpretry.DefaultPolicy()) }
+func OnsetDefaultHolds() bool { return onsetHolds(httpretry.DefaultPolicy()) }
 
-// holds is DefaultHolds for a transport with policy p.
-func holds(p httpretry.Policy) bool {
-	up := newOnsetOrigin(Trouble{Rate: 1}, 0)
+// onsetHolds is OnsetDefaultHolds for a transport with policy p.
+func onsetHolds(p httpretry.Policy) bool {
+	up := newOnsetOrigin(OnsetTrouble{Rate: 1}, 0)
 	var held atomic.Bool
 	client := &http.Client{Transport: httpretry.New(up, httpretry.WithPolicy(p),
 		httpretry.WithObserver(func(e httpretry.Event) {

@@ -9,12 +9,12 @@ import (
 	"github.com/httpretry/httpretry/internal/fakeorigin"
 )
 
-// Trouble is what the upstream of an onset run suffers: healthy for After
-// from the start of the run, it then fails, for For (0: to the end of the
-// run), the attempts Blip picks with Seed and Rate. Rate 1 is a total
+// OnsetTrouble is what the upstream of an onset run suffers: healthy for
+// After from the start of the run, it then fails, for For (0: to the end
+// of the run), the attempts Blip picks with Seed and Rate. Rate 1 is a total
 // outage (every attempt answered 503), 0.3 a brownout, 0.05 isolated
 // blips; Rate 0 is health throughout.
-type Trouble struct {
+type OnsetTrouble struct {
 	After, For time.Duration
 	Rate       float64
 	Seed       uint64
@@ -23,13 +23,13 @@ type Trouble struct {
 // Fails reports whether attempt n (1 for the first) of request id, sent at
 // at after the start of the run, fails. Like Blip it is a pure function,
 // so that every contender faces the same failing attempts.
-func (tr Trouble) Fails(id, n int, at time.Duration) bool {
+func (tr OnsetTrouble) Fails(id, n int, at time.Duration) bool {
 	return tr.Rate > 0 && tr.During(at) && Blip(tr.Seed, id, n, tr.Rate)
 }
 
 // During reports whether at, after the start of the run, falls in the
 // trouble.
-func (tr Trouble) During(at time.Duration) bool {
+func (tr OnsetTrouble) During(at time.Duration) bool {
 	return at >= tr.After && (tr.For <= 0 || at < tr.After+tr.For)
 }
 
@@ -57,11 +57,11 @@ type OnsetCall struct {
 
 // onsetOrigin is the upstream of the onset runs: in memory, so that a
 // synctest bubble runs it in virtual time, it answers 503 to the attempts
-// its Trouble fails and 200 to the others, each after latency, and records
-// every attempt's send time and, per request, its attempts.
+// its trouble fails and 200 to the others, each after latency, and
+// records every attempt's send time and, per request, its attempts.
 type onsetOrigin struct {
 	*fakeorigin.Origin
-	trouble Trouble
+	trouble OnsetTrouble
 	latency time.Duration
 	start   time.Time
 
@@ -82,7 +82,7 @@ type onsetRequest struct {
 const onsetURL = "http://upstream.invalid/"
 
 // newOnsetOrigin returns an upstream that suffers tr from now on.
-func newOnsetOrigin(tr Trouble, latency time.Duration) *onsetOrigin {
+func newOnsetOrigin(tr OnsetTrouble, latency time.Duration) *onsetOrigin {
 	o := &onsetOrigin{trouble: tr, latency: latency, start: time.Now(), reqs: map[int]*onsetRequest{}}
 	o.Origin = fakeorigin.New(o.answer).Quiet()
 	return o

@@ -17,20 +17,20 @@ var OnsetBefore = OnsetFigures{Library: "before (DESIGN)", Busy1s: 2.96, Busy2s:
 	LongBusy: 1.20, LongQuiet: 1.20, LongRealTime: 1.20}
 
 // The shares of point 22's second bullet: blips recovered at least
-// BlipTarget (QuietBlipTarget for QuietFleet), a brownout within
-// BrownoutMargin of Hold -1.
+// OnsetBlipTarget (OnsetQuietBlipTarget for OnsetQuietFleet), a brownout
+// within OnsetBrownoutMargin of Hold -1.
 const (
-	BlipTarget      = 0.999
-	QuietBlipTarget = 0.995
-	BrownoutMargin  = 0.02
+	OnsetBlipTarget      = 0.999
+	OnsetQuietBlipTarget = 0.995
+	OnsetBrownoutMargin  = 0.02
 )
 
-// shareSlack keeps a share exactly at its bound from missing it by the
+// onsetShareSlack keeps a share exactly at its bound from missing it by the
 // rounding of the bound's arithmetic.
-const shareSlack = 1e-9
+const onsetShareSlack = 1e-9
 
-// quietFleetClient is QuietFleet's name among HealthClients.
-const quietFleetClient = "quiet fleet"
+// onsetQuietClient is OnsetQuietFleet's name among OnsetHealthClients.
+const onsetQuietClient = "quiet fleet"
 
 // OnsetMisses lists the figures of f above OnsetTarget, each as "name
 // got > target"; with long false, it leaves the long outage's out (a short
@@ -56,27 +56,27 @@ func OnsetMisses(f OnsetFigures, long bool) []string {
 	return miss
 }
 
-// HealthMisses lists the figures of h short of point 22's second bullet:
+// OnsetHealthMisses lists the figures of h short of point 22's second bullet:
 // its brownout is compared with before's (Hold -1, measured by
-// MeasureHealth with the same plan), and only a share below it by more
-// than BrownoutMargin misses, since a brownout recovered better keeps
+// MeasureOnsetHealth with the same plan), and only a share below it by more
+// than OnsetBrownoutMargin misses, since a brownout recovered better keeps
 // health all the same.
-func HealthMisses(h, before HealthFigures) []string {
+func OnsetHealthMisses(h, before OnsetHealthFigures) []string {
 	var miss []string
 	for _, rec := range h.Blips {
-		target := BlipTarget
-		if rec.Client == quietFleetClient {
-			target = QuietBlipTarget
+		target := OnsetBlipTarget
+		if rec.Client == onsetQuietClient {
+			target = OnsetQuietBlipTarget
 		}
-		if rec.Share() < target-shareSlack {
+		if rec.Share() < target-onsetShareSlack {
 			miss = append(miss, fmt.Sprintf("blips, %s: %.2f %% (%d of %d) < %.1f %%",
 				rec.Client, 100*rec.Share(), rec.Recovered, rec.Failed, 100*target))
 		}
 	}
 	for i, rec := range h.Brownout {
-		if was := before.Brownout[i].Share(); rec.Share() < was-BrownoutMargin-shareSlack {
+		if was := before.Brownout[i].Share(); rec.Share() < was-OnsetBrownoutMargin-onsetShareSlack {
 			miss = append(miss, fmt.Sprintf("brownout, %s: %.2f %% < %.2f %% (Hold -1) − %.0f points",
-				rec.Client, 100*rec.Share(), 100*was, 100*BrownoutMargin))
+				rec.Client, 100*rec.Share(), 100*was, 100*OnsetBrownoutMargin))
 		}
 	}
 	return miss
@@ -89,9 +89,9 @@ func (f OnsetFigures) String() string {
 }
 
 // String writes h on one line, for a test's messages.
-func (h HealthFigures) String() string {
+func (h OnsetHealthFigures) String() string {
 	var b strings.Builder
-	for i, recs := range [][]Recovery{h.Blips, h.Brownout} {
+	for i, recs := range [][]OnsetRecovery{h.Blips, h.Brownout} {
 		b.WriteString([]string{"blips", "; brownout"}[i])
 		for _, rec := range recs {
 			fmt.Fprintf(&b, " %s %d/%d", rec.Client, rec.Recovered, rec.Failed)

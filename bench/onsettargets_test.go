@@ -9,42 +9,42 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// defaultHolds reports DefaultHolds, run in a bubble of t's.
-func defaultHolds(t *testing.T) bool {
+// onsetDefaultHolds reports OnsetDefaultHolds, run in a bubble of t's.
+func onsetDefaultHolds(t *testing.T) bool {
 	var held bool
-	inBubble(t, func(*testing.T) { held = DefaultHolds() })
+	onsetInBubble(t, func(*testing.T) { held = OnsetDefaultHolds() })
 	return held
 }
 
-// notLanded is why the target tests skip while httpretry's default
+// onsetNotLanded is why the target tests skip while httpretry's default
 // behaves as Hold -1: their figures then differ by jitter alone (the
 // backoff draws from math/rand/v2's shared source, which no test can
-// seed), so "the same figures" is judged by the probe DefaultHolds.
-const notLanded = "DefaultPolicy never gave a resend up with ReasonHold: DESIGN point 22's engine has not landed, " +
+// seed), so "the same figures" is judged by the probe OnsetDefaultHolds.
+const onsetNotLanded = "DefaultPolicy never gave a resend up with ReasonHold: DESIGN point 22's engine has not landed, " +
 	"and its targets wait for it"
 
-// skipUnlessLanded skips t while the engine has not landed, printing the
+// skipUnlessOnsetLanded skips t while the engine has not landed, printing the
 // figures of the default and of Hold -1 for the reader to compare.
-func skipUnlessLanded(t *testing.T, def, before fmt.Stringer) {
+func skipUnlessOnsetLanded(t *testing.T, def, before fmt.Stringer) {
 	t.Helper()
-	if !defaultHolds(t) {
-		t.Skipf("httpretry's default and Hold -1 give the same figures (default: %v; Hold -1: %v): %s", def, before, notLanded)
+	if !onsetDefaultHolds(t) {
+		t.Skipf("httpretry's default and Hold -1 give the same figures (default: %v; Hold -1: %v): %s", def, before, onsetNotLanded)
 	}
 }
 
 func TestOnsetTargets(t *testing.T) {
 	plan := FullOnsetPlan()
 	if testing.Short() {
-		if !defaultHolds(t) {
-			t.Skip("-short: " + notLanded + "; without -short the figures are printed")
+		if !onsetDefaultHolds(t) {
+			t.Skip("-short: " + onsetNotLanded + "; without -short the figures are printed")
 		}
 		plan = ShortOnsetPlan() // the onset's spans; the long outage is left out
 	}
-	def, err := MeasureOnset(onsetLib(t, NameHTTPRetry), plan, bubble(t))
+	def, err := MeasureOnset(onsetLib(t, NameHTTPRetry), plan, onsetBubble(t))
 	require.NoError(t, err)
-	before, err := MeasureOnset(onsetLib(t, NameHTTPRetryNoHold), plan, bubble(t))
+	before, err := MeasureOnset(onsetLib(t, NameHTTPRetryNoHold), plan, onsetBubble(t))
 	require.NoError(t, err)
-	skipUnlessLanded(t, def, before)
+	skipUnlessOnsetLanded(t, def, before)
 	assert.Empty(t, OnsetMisses(def, !testing.Short()), "default: %v; Hold -1: %v", def, before)
 }
 
@@ -55,12 +55,12 @@ func TestBlipsRecovered(t *testing.T) {
 		t.Skip("-short: the blip and brownout runs take seconds per library; run without -short")
 	}
 	plan := FullOnsetPlan()
-	def, err := MeasureHealth(onsetLib(t, NameHTTPRetry), plan, bubble(t))
+	def, err := MeasureOnsetHealth(onsetLib(t, NameHTTPRetry), plan, onsetBubble(t))
 	require.NoError(t, err)
-	before, err := MeasureHealth(onsetLib(t, NameHTTPRetryNoHold), plan, bubble(t))
+	before, err := MeasureOnsetHealth(onsetLib(t, NameHTTPRetryNoHold), plan, onsetBubble(t))
 	require.NoError(t, err)
-	skipUnlessLanded(t, def, before)
-	assert.Empty(t, HealthMisses(def, before), "default: %v; Hold -1: %v", def, before)
+	skipUnlessOnsetLanded(t, def, before)
+	assert.Empty(t, OnsetHealthMisses(def, before), "default: %v; Hold -1: %v", def, before)
 }
 
 func TestOnsetMisses(t *testing.T) {
@@ -71,22 +71,22 @@ func TestOnsetMisses(t *testing.T) {
 	assert.Len(t, OnsetMisses(OnsetBefore, true), 8)
 }
 
-func TestHealthMisses(t *testing.T) {
-	before := HealthFigures{
-		Blips:    []Recovery{{Client: "busy client", Failed: 1000, Recovered: 1000}},
-		Brownout: []Recovery{{Client: "busy client", Failed: 100, Recovered: 50}, {Client: "1 worker", Failed: 100, Recovered: 50}},
+func TestOnsetHealthMisses(t *testing.T) {
+	before := OnsetHealthFigures{
+		Blips:    []OnsetRecovery{{Client: "busy client", Failed: 1000, Recovered: 1000}},
+		Brownout: []OnsetRecovery{{Client: "busy client", Failed: 100, Recovered: 50}, {Client: "1 worker", Failed: 100, Recovered: 50}},
 	}
-	h := HealthFigures{
-		Blips: []Recovery{
+	h := OnsetHealthFigures{
+		Blips: []OnsetRecovery{
 			{Client: "busy client", Failed: 1000, Recovered: 999},     // 99.9 %: kept
-			{Client: quietFleetClient, Failed: 1000, Recovered: 995},  // 99.5 %: kept
+			{Client: onsetQuietClient, Failed: 1000, Recovered: 995},  // 99.5 %: kept
 			{Client: "8 workers", Failed: 1000, Recovered: 998},       // 99.8 %: lost
-			{Client: quietFleetClient, Failed: 1000, Recovered: 994}}, // 99.4 %: lost
-		Brownout: []Recovery{
+			{Client: onsetQuietClient, Failed: 1000, Recovered: 994}}, // 99.4 %: lost
+		Brownout: []OnsetRecovery{
 			{Client: "busy client", Failed: 100, Recovered: 48}, // 2 points below: kept
 			{Client: "1 worker", Failed: 100, Recovered: 47}},   // 3 points below: lost
 	}
-	miss := HealthMisses(h, before)
+	miss := OnsetHealthMisses(h, before)
 	require.Len(t, miss, 3, strings.Join(miss, "\n"))
 	assert.Contains(t, miss[0], "blips, 8 workers: 99.80 % (998 of 1000) < 99.9 %")
 	assert.Contains(t, miss[1], "blips, quiet fleet: 99.40 %")

@@ -27,10 +27,10 @@ func main() {
 	if *short {
 		plan = bench.ShortOnsetPlan
 	}
-	// A synctest bubble needs a *testing.T: testing.Main runs the report
-	// as the one test of this program, each run in a bubble of its own. It prints PASS or FAIL on
-	// os.Stdout, which must not end up in the report, so the report gets
-	// the real stdout and testing a discarded one.
+	// A synctest bubble needs a *testing.T: testing.Main runs the report as
+	// the one test of this program, each run in a bubble of its own. It prints
+	// PASS or FAIL on os.Stdout, which must not end up in the report, so the
+	// report gets the real stdout and testing a discarded one.
 	out := os.Stdout
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -49,7 +49,7 @@ func main() {
 	}}, nil, nil)
 }
 
-// bubble is a bench.Bubble of t.
-func bubble(t *testing.T) bench.Bubble {
+// bubble is a bench.OnsetBubble of t.
+func bubble(t *testing.T) bench.OnsetBubble {
 	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
 }

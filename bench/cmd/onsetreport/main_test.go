@@ -28,17 +28,21 @@ func TestReportPrintsEveryTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the busy client alone sends some 20 000 requests per library, seconds under -race")
 	}
-	libs := []bench.FleetLibrary{lib(t, bench.NameHTTPRetry), lib(t, bench.NameHTTPRetryNoHold), lib(t, bench.NameFailsafe)}
+	// No failsafe row: under -race, its goroutine per attempt (merging
+	// contexts), after the other rows' runs in the same process, made the
+	// race runtime fail an internal CHECK (tsan_rtl.cpp:346) in 5 of 8 runs.
+	libs := []bench.FleetLibrary{lib(t, bench.NameHTTPRetry), lib(t, bench.NameHTTPRetryNoHold), lib(t, bench.NameHTTPRetryNoBudget)}
 	var out strings.Builder
 	require.NoError(t, report(&out, io.Discard, tinyPlan, libs, bubble(t)))
 	s := out.String()
 	for _, want := range []string{"### The onset", "### A long outage", "### Health kept", "**Brownout**",
-		"| before (DESIGN)", "| target ", "| failsafe ", "| default − Hold -1 |", "misses 5 onset targets"} {
+		"| before (DESIGN)", "| target ", "| httpretry-nobudget ", "| default − Hold -1"} {
 		assert.Contains(t, s, want)
 	}
 	assert.Equal(t, 4, strings.Count(s, "| library"), "four tables")
-	// failsafe sends 3 attempts at once, in every span.
-	assert.Contains(t, s, "| failsafe         |           3.00× |           3.00× |")
+	// With its budget off, httpretry sends each request of the outage 4
+	// times.
+	assert.Contains(t, s, "| httpretry-nobudget |       4.00× |       4.00× |           4.00× |")
 }
 
 func TestReportNeedsDefaultAndNoHold(t *testing.T) {

@@ -14,25 +14,25 @@ import (
 // writes the tables to w, the library it is measuring to progress. libs
 // must hold httpretry's default and its Hold -1, whose figures the targets
 // read.
-func report(w, progress io.Writer, plan bench.OnsetPlan, libs []bench.FleetLibrary, in bench.Bubble) error {
+func report(w, progress io.Writer, plan bench.OnsetPlan, libs []bench.FleetLibrary, in bench.OnsetBubble) error {
 	def, before := slices.IndexFunc(libs, named(bench.NameHTTPRetry)), slices.IndexFunc(libs, named(bench.NameHTTPRetryNoHold))
 	if def < 0 || before < 0 {
 		return fmt.Errorf("the rows must include %s and %s", bench.NameHTTPRetry, bench.NameHTTPRetryNoHold)
 	}
 	onsets := make([]bench.OnsetFigures, len(libs))
-	healths := make([]bench.HealthFigures, len(libs))
+	healths := make([]bench.OnsetHealthFigures, len(libs))
 	for i, lib := range libs {
 		fmt.Fprintf(progress, "onsetreport: %s\n", lib.Name)
 		var err error
 		if onsets[i], err = bench.MeasureOnset(lib, plan, in); err != nil {
 			return err
 		}
-		if healths[i], err = bench.MeasureHealth(lib, plan, in); err != nil {
+		if healths[i], err = bench.MeasureOnsetHealth(lib, plan, in); err != nil {
 			return err
 		}
 	}
 	var holds bool
-	in(func() { holds = bench.DefaultHolds() })
+	in(func() { holds = bench.OnsetDefaultHolds() })
 
 	fmt.Fprintf(w, "## An outage earns no credit (DESIGN point 22)\n\n")
 	fmt.Fprintf(w, "Virtual time (testing/synctest), the upstream in memory, a budget per client. Rows: httpretry with "+
@@ -61,8 +61,8 @@ func writeOnset(w io.Writer, figs []bench.OnsetFigures, def bench.OnsetFigures) 
 		"it gives with the backoff left at real time and all else compressed; compressed, every resend follows its "+
 		"failure within 35 ms, and each client spends its whole floor of 10 on its 4 requests of the first 2 "+
 		"windows: (4 + 10) ÷ 4 = 3.50×.\n\n",
-		bench.BusyClient.PerWindow/int(bench.BusyClient.Window/time.Second), bench.QuietFleet.Clients,
-		bench.QuietFleet.PerWindow, bench.QuietFleet.Window, bench.RealTimeFleet.Window)
+		bench.OnsetBusyClient.PerWindow/int(bench.OnsetBusyClient.Window/time.Second), bench.OnsetQuietFleet.Clients,
+		bench.OnsetQuietFleet.PerWindow, bench.OnsetQuietFleet.Window, bench.OnsetRealTimeFleet.Window)
 	t := bench.NewTable(1, "library", "busy, first 1 s", "busy, first 2 s", "quiet, first 2 windows",
 		"quiet, first 4 windows", "real-time, first 4 windows")
 	row := func(f bench.OnsetFigures) {
@@ -81,13 +81,13 @@ func writeOnset(w io.Writer, figs []bench.OnsetFigures, def bench.OnsetFigures) 
 }
 
 func writeLong(w io.Writer, figs []bench.OnsetFigures, def bench.OnsetFigures, plan bench.OnsetPlan) error {
-	busy := time.Duration(plan.BusyOutage) * bench.BusyClient.Window
+	busy := time.Duration(plan.BusyOutage) * bench.OnsetBusyClient.Window
 	fmt.Fprintf(w, "### A long outage\n\nThe same runs over the whole outage: %v for the busy client, %d windows for the "+
 		"fleets (%v compressed, %v in real time). Attempts of the requests that started in the outage ÷ those "+
 		"requests. DESIGN gives 1.20× before for every kind; a quiet client also spends its floor credit "+
 		"(10, earning 0.2 per request), which adds about 10 ÷ its requests.\n\n",
-		busy, plan.FleetOutage, time.Duration(plan.FleetOutage)*bench.QuietFleet.Window,
-		time.Duration(plan.FleetOutage)*bench.RealTimeFleet.Window)
+		busy, plan.FleetOutage, time.Duration(plan.FleetOutage)*bench.OnsetQuietFleet.Window,
+		time.Duration(plan.FleetOutage)*bench.OnsetRealTimeFleet.Window)
 	t := bench.NewTable(1, "library", "busy client", "quiet fleet", "real-time fleet")
 	row := func(f bench.OnsetFigures) {
 		t.Add(f.Library, times(f.LongBusy), times(f.LongQuiet), times(f.LongRealTime))
@@ -110,15 +110,15 @@ func writeLong(w io.Writer, figs []bench.OnsetFigures, def bench.OnsetFigures, p
 	return nil
 }
 
-func writeHealth(w io.Writer, figs []bench.HealthFigures, def, before bench.HealthFigures, plan bench.OnsetPlan) error {
-	loop := bench.ClosedLoop(1)
+func writeHealth(w io.Writer, figs []bench.OnsetHealthFigures, def, before bench.OnsetHealthFigures, plan bench.OnsetPlan) error {
+	loop := bench.OnsetClosedLoop(1)
 	fmt.Fprintf(w, "### Health kept\n\nThe share of the requests whose first attempt failed that ended with a 2xx, and "+
 		"(in brackets) how many failed first. The open loops as above; the closed loops send each worker's next "+
 		"request when its previous one ended, under a %v deadline, the upstream answering after %v, one budget for "+
 		"all workers. **Blips**: every attempt fails with %.0f %% throughout, about %d requests per run. Target: at least "+
 		"%.1f %% (%.1f %% for the quiet fleet).\n\n",
-		loop.Deadline, loop.Latency, 100*bench.BlipRate, plan.Blips, 100*bench.BlipTarget, 100*bench.QuietBlipTarget)
-	header := append([]string{"library"}, bench.HealthClients()...)
+		loop.Deadline, loop.Latency, 100*bench.OnsetBlipRate, plan.Blips, 100*bench.OnsetBlipTarget, 100*bench.OnsetQuietBlipTarget)
+	header := append([]string{"library"}, bench.OnsetHealthClients()...)
 	t := bench.NewTable(1, header...)
 	for _, h := range figs {
 		t.Add(append([]string{h.Library}, shares(h.Blips)...)...)
@@ -127,11 +127,11 @@ func writeHealth(w io.Writer, figs []bench.HealthFigures, def, before bench.Heal
 		return err
 	}
 
-	fmt.Fprintf(w, "\n**Brownout**: every attempt fails with %.0f %% for %d budget windows (%v for the busy client, the "+
+	fmt.Fprintf(w, "\n**Brownout**: every attempt fails with %.0f %% for %s (%v for the busy client, the "+
 		"real-time fleet and the loops) after one of health, run again with the next seed until %d first attempts failed. Target: httpretry's "+
 		"default no more than %.0f points below `Hold: -1`.\n\n",
-		100*bench.BrownoutRate, plan.Brownout, time.Duration(plan.Brownout)*bench.RealWindow,
-		plan.BrownoutFailed, 100*bench.BrownoutMargin)
+		100*bench.OnsetBrownoutRate, windows(plan.Brownout), time.Duration(plan.Brownout)*bench.RealWindow,
+		plan.BrownoutFailed, 100*bench.OnsetBrownoutMargin)
 	t = bench.NewTable(1, header...)
 	for _, h := range figs {
 		t.Add(append([]string{h.Library}, shares(h.Brownout)...)...)
@@ -144,7 +144,7 @@ func writeHealth(w io.Writer, figs []bench.HealthFigures, def, before bench.Heal
 	if _, err := t.WriteTo(w); err != nil {
 		return err
 	}
-	writeMisses(w, "health", bench.HealthMisses(def, before))
+	writeMisses(w, "health", bench.OnsetHealthMisses(def, before))
 	return nil
 }
 
@@ -157,9 +157,17 @@ func writeMisses(w io.Writer, part string, miss []string) {
 	fmt.Fprintf(w, "\nhttpretry's default misses %d %s targets: %s.\n\n", len(miss), part, strings.Join(miss, "; "))
 }
 
+// windows writes n budget windows.
+func windows(n int) string {
+	if n == 1 {
+		return "1 budget window"
+	}
+	return fmt.Sprintf("%d budget windows", n)
+}
+
 func times(v float64) string { return fmt.Sprintf("%.2f×", v) }
 
-func shares(recs []bench.Recovery) []string {
+func shares(recs []bench.OnsetRecovery) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = fmt.Sprintf("%.2f %% (%d)", 100*r.Share(), r.Failed)
