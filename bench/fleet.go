@@ -98,9 +98,10 @@ func fleetHTTPRetry(base http.RoundTripper, scale float64) http.RoundTripper {
 	return httpretry.New(base, httpretry.WithPolicy(scaledDefaultPolicy(scale)))
 }
 
-// scaledDefaultPolicy is DefaultPolicy with its budget window, its backoff
-// (full jitter from 100 ms to 2 s, 30 s wait budget) and MaxRetryAfter
-// scaled; Percent and MinRetries are counts and stay as they are.
+// scaledDefaultPolicy is DefaultPolicy with its budget window and HoldFor,
+// its backoff (full jitter from 100 ms to 2 s, 30 s wait budget) and
+// MaxRetryAfter scaled; Percent, MinRetries and Hold are counts and stay
+// as they are.
 func scaledDefaultPolicy(scale float64) httpretry.Policy {
 	p := httpretry.DefaultPolicy()
 	b := httpretry.DefaultPolicy().Backoff
@@ -109,6 +110,7 @@ func scaledDefaultPolicy(scale float64) httpretry.Policy {
 	).WithWaitBudget(scaled(30*time.Second, scale))
 	p.MaxRetryAfter = scaled(p.MaxRetryAfter, scale)
 	p.Budget.Window = scaled(p.Budget.Window, scale)
+	p.Budget.HoldFor = scaled(p.Budget.HoldFor, scale)
 	return p
 }
 
