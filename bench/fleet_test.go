@@ -12,6 +12,9 @@ import (
 func fleetLib(t *testing.T, name string) FleetLibrary {
 	t.Helper()
 	l, ok := FleetLibraryByName(name)
+	if !ok {
+		l, ok = OnsetLibraryByName(name)
+	}
 	require.True(t, ok, name)
 	return l
 }
@@ -59,7 +62,9 @@ func TestRunFleetOutage(t *testing.T) {
 		lib  string
 		want int64
 	}{
-		{NameHTTPRetry, 4 * 3 * 4},
+		// The window's floor alone (Hold -1): TestOnsetTargets measures
+		// the hold's onset (DESIGN point 22).
+		{NameHTTPRetryNoHold, 4 * 3 * 4},
 		{NameFailsafe, 4 * 3 * 3},
 	} {
 		t.Run(tt.lib, func(t *testing.T) {
@@ -122,8 +127,9 @@ func TestRunFleetQuietOutageEarnsTheFloor(t *testing.T) {
 	// spends floor credit, which starts at 10 and earns 0.2 per request.
 	// Each client's 60 requests earn 12: at most 22 resends each, and at
 	// least 21 (a fraction of a credit may be left over at the end).
+	// The floor's accounting alone: Hold -1, as before point 22.
 	cfg := FleetConfig{Clients: 2, PerWindow: 2, Windows: 30, Window: 50 * time.Millisecond, FailRate: 1}
-	r := runFleetInBubble(t, fleetLib(t, NameHTTPRetry), cfg)
+	r := runFleetInBubble(t, fleetLib(t, NameHTTPRetryNoHold), cfg)
 	assert.Equal(t, 120, r.Requests)
 	assert.GreaterOrEqual(t, r.Upstream, int64(2*(60+21)))
 	assert.LessOrEqual(t, r.Upstream, int64(2*(60+22)))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/httpretry/httpretry"
 )
@@ -22,7 +23,12 @@ const (
 // peers, each with its durations scaled as the fleet scenario scales them.
 func OnsetLibraries() []FleetLibrary {
 	return []FleetLibrary{
-		{Name: NameHTTPRetry, New: fleetHTTPRetry},
+		// HoldFor is a real second, as in the simulations behind DESIGN
+		// point 22, whose compressed fleet reproduces its 3.32× baseline
+		// only with real-time waits: so a held resend of a compressed quiet
+		// client hears that client's next request, which a scaled 50 ms
+		// would miss (1.75× in the first 2 windows instead of 1.25×).
+		{Name: NameHTTPRetry, New: onsetHTTPRetry(func(p *httpretry.Policy) { p.Budget.HoldFor = time.Second })},
 		{Name: NameHTTPRetryNoHold, New: onsetHTTPRetry(func(p *httpretry.Policy) { p.Budget.Hold = -1 })},
 		{Name: NameHTTPRetryNoBudget, New: onsetHTTPRetry(func(p *httpretry.Policy) { p.Budget.Disabled = true })},
 		{Name: NameRetryableHTTP, New: fleetRetryableHTTP},
