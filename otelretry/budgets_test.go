@@ -24,10 +24,11 @@ func TestObserveBudgetsOverLoopback(t *testing.T) {
 	require.NoError(t, err)
 
 	// Half of the requests may be resent, and no floor: a strict budget
-	// whose figures follow from the requests alone.
+	// whose figures follow from the requests alone, without the hold
+	// (Hold -1), which would give the second resend up.
 	p := httpretry.DefaultPolicy()
 	p.Backoff = httpretry.NoBackoff()
-	p.Budget = httpretry.BudgetConfig{Percent: 50, MinRetries: -1}
+	p.Budget = httpretry.BudgetConfig{Percent: 50, MinRetries: -1, Hold: -1}
 	rt := httpretry.New(nil, httpretry.WithPolicy(p), httpretry.WithBudgets(budgets))
 	defer rt.CloseIdleConnections()
 	for range 4 {

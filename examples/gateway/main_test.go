@@ -322,11 +322,13 @@ func TestRoutes(t *testing.T) {
 // TestReloadKeepsBudgets: a reload serves the new policies through a new
 // transport, and the upstream's budget window goes on counting where it
 // was.
+// The window alone: "hold": -1, since the hold (DESIGN point 22) gives an
+// upstream's resends up once it failed 4 times in a row.
 func TestReloadKeepsBudgets(t *testing.T) {
 	down := newUpstream(t, "busy", http.StatusServiceUnavailable)
 	const config = `{
 		"routes": [{"prefix": "/", "upstream": %q}],
-		"retry": {"default": {"maxRetries": %d, "backoff": "none", "budget": {"window": "1h"}}}
+		"retry": {"default": {"maxRetries": %d, "backoff": "none", "budget": {"window": "1h", "hold": -1}}}
 	}`
 	tg := startGateway(t, config, down.URL, 1)
 	for range 3 {
@@ -342,7 +344,7 @@ func TestReloadKeepsBudgets(t *testing.T) {
 	writeConfig(t, tg.path, config, down.URL, 2)
 	require.NoError(t, tg.Reload())
 	s, _ = statsOf(tg.budgets, down.host)
-	assert.Equal(t, httpretry.BudgetStats{Requests: 3, Retries: 3, Allowance: 0, Credit: 7}, s, "right after the reload")
+	assert.Equal(t, httpretry.BudgetStats{Requests: 3, Retries: 3, Allowance: 0, Credit: 7, Streak: 6}, s, "right after the reload")
 
 	status, _ := tg.get(t, "/x")
 	require.Equal(t, 503, status)
