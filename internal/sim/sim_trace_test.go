@@ -42,6 +42,9 @@ func (run *simRun) report(vs []violation, full bool) string {
 	if cfg.plainBase {
 		fmt.Fprintf(&b, "plain base: the origins behind an *http.Transport\n")
 	}
+	if op := cfg.outage; op != nil {
+		fmt.Fprintf(&b, "outage: %s\n", op)
+	}
 	if cfg.burst {
 		fmt.Fprintf(&b, "burst: clients whose one request goes at the first instant\n")
 	}
