@@ -25,7 +25,8 @@ import (
 // have acted; nothing parks under Hold -1 or a disabled budget; an origin
 // never has more requests parked than may be parked there.
 //
-// In the outage scenario, with the hold's engine present (holdChecks):
+// In the outage scenario, checked once the hold's engine is present
+// (holdChecks), and until then only counted (outageCheck.violate):
 // the streak BudgetStats shows is the sim's; a resend to a down origin
 // with nothing in flight gives up (rule 1); a held resend that heard a
 // failure and no answer does not go (rules 2, 4), and one that heard
@@ -248,7 +249,7 @@ func (run *simRun) checkHold() {
 		run.tallyOutage(op)
 		oc := newOutageCheck(run)
 		oc.streakSamples()
-		if holdChecks && oc.bp.hold >= 1 && !op.ra {
+		if oc.bp.hold >= 1 && !op.ra {
 			oc.heldResends()
 			oc.onsetBound()
 			oc.probeSpacing()
@@ -334,6 +335,16 @@ func (run *simRun) tallyOutage(op *outagePlan) {
 		t["outage twice"]++
 	}
 	t["outage requests"] += len(run.reqs)
+	for _, sr := range run.reqs {
+		// A parked request never outlives its deadline: checked for every
+		// request by returns-by-deadline.
+		if c := sr.cutBy(); !c.IsZero() {
+			t["outage requests with a deadline or a cancel"]++
+			if sr.end.Equal(c) {
+				t["outage requests that ended at it"]++
+			}
+		}
+	}
 	bp := resolveBudget(b)
 	if bp.hold < 1 {
 		return
@@ -360,6 +371,17 @@ type outageCheck struct {
 	// the requests in the window, which are never more than rUp.
 	pLow, gapLow time.Duration
 	rUp          int
+}
+
+// violate records a broken invariant of the hold's engine; with the
+// engine absent (holdChecks false) it only counts it, so that -v shows
+// how often each check reads something before the engine lands.
+func (oc *outageCheck) violate(sr *simReq, inv, format string, args ...any) {
+	if holdChecks {
+		oc.run.violate(sr, inv, format, args...)
+		return
+	}
+	oc.run.tally["hold checks off: "+inv+" would fail"]++
 }
 
 func newOutageCheck(run *simRun) *outageCheck {
@@ -404,14 +426,14 @@ func newOutageCheck(run *simRun) *outageCheck {
 // disabled the streak is counted only where a record exists anyway.
 func (oc *outageCheck) streakSamples() {
 	run := oc.run
-	if !holdChecks || run.cfg.policies[0].Budget.Disabled {
+	if run.cfg.policies[0].Budget.Disabled {
 		return
 	}
 	for _, smp := range oc.samples {
 		lo, hi := oc.l.lo(smp.at, true, nil), oc.l.hi(smp.at, false)
 		run.tally["samples compared with the sim's streak"]++
 		if smp.s.Streak < lo || smp.s.Streak > hi {
-			run.violate(nil, "streak-counted", "%s shows a streak of %d at %v; the attempts there make it %d to %d",
+			oc.violate(nil, "streak-counted", "%s shows a streak of %d at %v; the attempts there make it %d to %d",
 				oc.x.key, smp.s.Streak, smp.at.Sub(run.t0), lo, hi)
 			return
 		}
@@ -527,7 +549,7 @@ func (oc *outageCheck) heldResends() {
 		if streak >= 2*bp.hold && l.inFlight(d.e.at, d.own) == 0 {
 			run.tally["held decisions at a down origin with nothing in flight"]++
 			if d.next != nil {
-				run.violate(d.sr, "hold-down-idle", "attempt %d went to %s, down (streak ≥ %d) with nothing in "+
+				oc.violate(d.sr, "hold-down-idle", "attempt %d went to %s, down (streak ≥ %d) with nothing in "+
 					"flight at its decision at %v: it gives up at once", d.next.n, oc.x.url, streak,
 					d.e.at.Sub(run.t0))
 			}
@@ -555,21 +577,21 @@ func (oc *outageCheck) heldResends() {
 		case answer:
 			run.tally["held resends that may have heard an answer"]++
 		case heard > 0:
-			run.violate(d.sr, "hold-heard-failure", "attempt %d went to %s at %v, held (streak ≥ %d) since its "+
+			oc.violate(d.sr, "hold-heard-failure", "attempt %d went to %s at %v, held (streak ≥ %d) since its "+
 				"decision at %v, after hearing %d failures and no answer", d.next.n, oc.x.url,
 				d.next.start.Sub(run.t0), streak, d.e.at.Sub(run.t0), heard)
 		default:
 			blind++
 			run.tally["held resends that went blind (a floor credit)"]++
 			if bp.floor < 0 {
-				run.violate(d.sr, "hold-strict-blind", "attempt %d went to %s at %v, held since %v, heard nothing, "+
+				oc.violate(d.sr, "hold-strict-blind", "attempt %d went to %s at %v, held since %v, heard nothing, "+
 					"under a strict budget", d.next.n, oc.x.url, d.next.start.Sub(run.t0), d.e.at.Sub(run.t0))
 			}
 		}
 	}
 	if bp.floor >= 0 {
 		if most := bp.floor + (bp.percent*len(run.reqs)+99)/100 + 1; blind > most {
-			run.violate(nil, "hold-blind-credit", "%d held resends went to %s having heard nothing; the floor "+
+			oc.violate(nil, "hold-blind-credit", "%d held resends went to %s having heard nothing; the floor "+
 				"could fund at most %d", blind, oc.x.url, most)
 		}
 	}
@@ -641,7 +663,7 @@ func (oc *outageCheck) onsetBound() {
 		probes := 1 + int(to.Sub(from)/oc.pLow)
 		run.tally["down stretches checked (onset bound)"]++
 		if most := smp.inRT + credit + probes + 2; resends > most {
-			run.violate(nil, "onset-bound", "%d resends went to %s, down from %v to %v; at most %d: %d requests in "+
+			oc.violate(nil, "onset-bound", "%d resends went to %s, down from %v to %v; at most %d: %d requests in "+
 				"flight at the onset, %d floor credits, %d probes", resends, oc.x.url, from.Sub(run.t0),
 				to.Sub(run.t0), most, smp.inRT, credit, probes)
 		}
@@ -668,7 +690,7 @@ func (oc *outageCheck) probeSpacing() {
 				continue
 			}
 			if l.lo(b.start, false, nil) >= 1 {
-				run.violate(a.req, "probe-spacing", "probe %d to %s at %v, %v after attempt %d of request %d started "+
+				oc.violate(a.req, "probe-spacing", "probe %d to %s at %v, %v after attempt %d of request %d started "+
 					"there at a streak above 0; P is at least %v", a.n, oc.x.url, a.start.Sub(run.t0),
 					a.start.Sub(b.start), b.n, b.req.idx, oc.pLow)
 				return
@@ -711,7 +733,7 @@ func (oc *outageCheck) releasePace() {
 		d := a.start.Sub(from)
 		run.tally["release-pace checks"]++
 		if most := 3 + int(d/oc.gapLow) + int(d/oc.pLow); n > most {
-			run.violate(a.req, "release-pace", "%d probes or releases to %s in the %v after %v; at most %d at one "+
+			oc.violate(a.req, "release-pace", "%d probes or releases to %s in the %v after %v; at most %d at one "+
 				"release per gap₀ (at least %v) and one probe per P (at least %v)", n, oc.x.url, d,
 				from.Sub(run.t0), most, oc.gapLow, oc.pLow)
 			return
@@ -820,7 +842,7 @@ func (oc *outageCheck) closedSince(at, to time.Time, flight map[*simReq]bool) {
 			}
 		}
 		if smp.s.Parked > may {
-			run.violate(nil, "parking-closed", "%s has %d requests parked at %v; its parking closed at %v (an "+
+			oc.violate(nil, "parking-closed", "%s has %d requests parked at %v; its parking closed at %v (an "+
 				"arrival found requests parked and no token), and only %d requests in flight then still run",
 				oc.x.key, smp.s.Parked, smp.at.Sub(run.t0), at.Sub(run.t0), may)
 			return
