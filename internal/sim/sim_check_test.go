@@ -100,7 +100,7 @@ func (run *simRun) asReturned(sr *simReq) *simReq {
 
 // checkReturn checks what RoundTrip did, as soon as it returned; what
 // depends on whether the hold may have acted on it (point 22) is checked
-// at the end of the run on the same snapshot (checkAtReturn).
+// at the end of the run on the same snapshot (checkEnd reads atReturn).
 func (run *simRun) checkReturn(orig *simReq, resp *http.Response) {
 	sr := run.asReturned(orig)
 	if sr.panicVal != nil {

@@ -38,6 +38,17 @@ import (
 // ends a streak; and once an arrival finds requests parked at a down
 // origin and no token can be left, nothing parks there but the requests
 // whose probe or release was in flight, until an answer.
+//
+// Where the sim reads less than the engine knows, the checks are weaker
+// than the rules, never stronger: decisions are read only where the
+// streak and the order of outcomes are certain; a probe is told apart
+// only when announced at its start (no Retry-After in the run) and the
+// streak is certainly above 0; P and gap₀ are bounded below by Window ÷
+// the most requests any window can have held (P also by HoldFor); the
+// release pace counts probes and releases together, with a slack of 3;
+// tokens are bounded by the returns of requests that could park; a closed
+// parking is known only once more arrivals found requests parked than
+// tokens may have been granted.
 
 // lineKey names an origin's line in a registry.
 type lineKey struct {
