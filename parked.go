@@ -255,8 +255,10 @@ func (c *call) parked(o *outcome, pk *parker) turn {
 		c.pk.res = reservation{}
 		return c.endPaced(o, c.pk.reason, c.pk.tg, c.pk.pace)
 	}
-	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
-		resp, err := c.giveUp(*o, ReasonDeadline, o.a.tg) // woken as the deadline came
+	// Woken as the deadline came, or to an attempt whose Retry-After would
+	// keep it past the deadline.
+	if !c.deadline.IsZero() && (!time.Now().Before(c.deadline) || !c.pk.tg.raUntil.Before(c.deadline)) {
+		resp, err := c.giveUp(*o, ReasonDeadline, o.a.tg)
 		o.resp = nil
 		return turn{resp: resp, err: err}
 	}
@@ -300,6 +302,9 @@ func (c *call) waitParked(pk *parker) (wake, error) {
 // in the window without asking.
 func (c *call) sendParked(w wake) outcome {
 	tg := c.pk.tg
+	// Told before it is paid for and its body taken, so that an observer
+	// that panics leaves no charge and no reader of the caller's body.
+	c.emit(Event{Kind: EventRetry, Attempt: c.sent}, tg)
 	if w == wakeRelease {
 		if c.pk.res.b != nil {
 			c.pk.res = reservation{}
@@ -308,7 +313,6 @@ func (c *call) sendParked(w wake) outcome {
 		}
 	}
 	body, _ := c.copyBody(c.req) // replayable: mayPark said so
-	c.emit(Event{Kind: EventRetry, Attempt: c.sent}, tg)
 	a, r := c.newAttempt(c.sent+1, tg, body, false)
 	c.sent = a.n
 	resp, err := c.do(a, r)

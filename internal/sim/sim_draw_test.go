@@ -53,11 +53,17 @@ type runConfig struct {
 	sleepOn    map[httpretry.EventKind]bool
 	sleepFor   time.Duration
 	clients    []clientPlan
+	// outage is the outage scenario's plan (sim_outage_draw_test.go); nil
+	// in other runs.
+	outage *outagePlan
 }
 
+// clientPlan is one client goroutine: its requests in turn, or with loop
+// its one request sent again and again.
 type clientPlan struct {
 	transport int
 	reqs      []reqPlan
+	loop      *loopPlan
 }
 
 type reqPlan struct {
@@ -76,7 +82,7 @@ type reqPlan struct {
 	fallbacks    []int
 	setFallbacks bool
 	cancelAfter  time.Duration // 0: the caller never cancels
-	timeout      time.Duration // the caller's context deadline, always set
+	timeout      time.Duration // the caller's context deadline; 0: none (outage runs only)
 	readResp     bool          // read the response body before closing it
 	gapBefore    time.Duration // the client's pause before sending it
 	// A GET of an object (path /obj): its size, and how its validator and
@@ -95,6 +101,10 @@ type reqPlan struct {
 	// upgrade makes a GET ask to switch protocols (Connection: upgrade,
 	// Upgrade: sim): never hedged, never resent after an answer.
 	upgrade bool
+	// drawKey, when not 0, seeds the origins' draws for the request in
+	// place of its index, which a loop's concurrent sends number in any
+	// order.
+	drawKey int
 }
 
 // originURLs are the run's upstreams; https ones make a request to them
@@ -202,10 +212,6 @@ func drawBudget(r *rand.Rand) httpretry.BudgetConfig {
 		c.Disabled = true
 	}
 	c.Window = pick(r, 0, time.Minute, 10*time.Minute)
-	// Point 22's hold is off until its dimension and invariants are drawn
-	// here (issue 31): its probes and releases go past the pool and the
-	// budget's charge by design, which the invariants below do not know.
-	c.Hold = -1
 	return c
 }
 
@@ -443,7 +449,24 @@ func drawMixed(seed uint64) *runConfig {
 		cfg.policies[1].Budget.Window = pick(r, w/2, 2*w)
 	}
 	drawStack(seed, cfg)
+	drawHold(seed, cfg)
 	return cfg
+}
+
+// drawHold draws the hold of every policy of a mixed run (point 22), from
+// a stream of its own so that the rest of the run stays as it was: Hold
+// among -1 (never: the rules before), the default (2), 1 and 3, and
+// HoldFor the default or shorter. Policies that share Budgets agree.
+func drawHold(seed uint64, cfg *runConfig) {
+	r := rand.New(rand.NewPCG(seed, 0x401d))
+	hold := pick(r, -1, 0, 1, 3)
+	holdFor := pick[time.Duration](r, 0, 0, 50*time.Millisecond+3*time.Microsecond, 300*time.Millisecond)
+	for i := range cfg.policies {
+		cfg.policies[i].Budget.Hold, cfg.policies[i].Budget.HoldFor = hold, holdFor
+	}
+	if cfg.nested {
+		cfg.inner.Budget.Hold, cfg.inner.Budget.HoldFor = hold, holdFor
+	}
 }
 
 // drawStack draws how the transports are stacked (point 20), from a

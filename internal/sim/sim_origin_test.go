@@ -405,7 +405,8 @@ func (s *simBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	occurrence := run.occurrences[attemptKey{sr.id(), a.n, o.idx}]
 	run.occurrences[attemptKey{sr.id(), a.n, o.idx}]++
 	run.mu.Unlock()
-	rng := rand.New(rand.NewPCG(run.seed, uint64(sr.id())<<32|uint64(a.n)<<16|uint64(o.idx)<<8|uint64(occurrence)))
+	run.kickSampler()
+	rng := rand.New(rand.NewPCG(run.seed, uint64(sr.drawID())<<32|uint64(a.n)<<16|uint64(o.idx)<<8|uint64(occurrence)))
 	var resp *http.Response
 	var err error
 	if a.resume {
@@ -436,6 +437,7 @@ func (s *simBase) RoundTrip(r *http.Request) (*http.Response, error) {
 	run.mu.Lock()
 	a.back = true
 	run.mu.Unlock()
+	run.kickSampler()
 	return resp, err
 }
 

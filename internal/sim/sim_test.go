@@ -77,6 +77,18 @@ import (
 // connection, its probe slower than the hedge delay beside a warm
 // standby.
 //
+// A quarter of the seeds (seed % 4 == 2) run the outage scenario of point
+// 22 instead (sim_outage_draw_test.go): clients in an open loop or a
+// closed loop of 1 to 64 workers send GETs through an outage of the
+// primary (refused dials, resets, 503s, black holes, hung dials, blips,
+// brownouts, flapping), with deadlines of the policy, the context, both
+// or none, under Hold -1, the default, 1 or 3 and a HoldFor the default
+// or shorter. Mixed runs draw Hold and HoldFor too, from a stream of
+// their own. A quiescent sampler reads every origin's BudgetStats at the
+// end of each instant something happens (sim_sample_test.go), and the sim
+// counts each origin's streak itself (sim_streak_test.go), for point 22's
+// invariants (sim_hold_check_test.go).
+//
 // Runs are exact in virtual time, but not every draw is the seed's: the
 // jittered waits and demotion lengths come from the package's shared
 // random source, which the public API does not let a test seed, and
@@ -109,6 +121,15 @@ type simRun struct {
 	unknown     []string              // origins the base was sent to that the run has not
 	objects     map[[2]int]*simObject // by request and origin
 	tally       map[string]int        // what the run covered, summed over seeds
+	// The quiescent sampler's (sim_sample_test.go): the requests inside
+	// RoundTrip now, and every origin's BudgetStats at the end of each
+	// instant something happened.
+	smp     *sampler
+	live    map[*simReq]bool
+	samples []budgetSample
+	shown   map[sampleKey][2]int // the streak and parked last traced
+	// engagedRegs are the registries where the hold may have acted.
+	engagedRegs map[int]bool
 }
 
 // simReq is one caller's request and what became of it.
@@ -159,6 +180,11 @@ type simReq struct {
 	readEnd     time.Time
 	closeAside  func() // closes the body from another goroutine; nil before the body is read
 	asideArmed  bool   // closeOnResume's timer is set
+	// atReturn is sr as RoundTrip left it (asReturned), for the checks
+	// that wait for the run's end to know whether the hold may have acted
+	// on it: touched (point 22, markTouched).
+	atReturn *simReq
+	touched  bool
 }
 
 func (sr *simReq) id() int {
@@ -166,6 +192,15 @@ func (sr *simReq) id() int {
 		return -1
 	}
 	return sr.idx
+}
+
+// drawID seeds the origins' draws for sr's attempts: its draw key, or
+// its index.
+func (sr *simReq) drawID() int {
+	if sr != nil && sr.plan.drawKey != 0 {
+		return sr.plan.drawKey
+	}
+	return sr.id()
 }
 
 type simEvent struct {
@@ -414,7 +449,7 @@ func (run *simRun) record(e httpretry.Event) {
 // newRun draws the run of seed.
 func newRun(seed uint64) *simRun {
 	run := &simRun{seed: seed, occurrences: map[attemptKey]int{}, objects: map[[2]int]*simObject{},
-		tally: map[string]int{}}
+		tally: map[string]int{}, live: map[*simReq]bool{}, shown: map[sampleKey][2]int{}}
 	switch seed % 256 {
 	case 7:
 		run.cfg = drawHedgeFallback(seed)
@@ -425,7 +460,11 @@ func newRun(seed uint64) *simRun {
 	case 199:
 		run.cfg = drawProbeCold(seed)
 	default:
-		run.cfg = drawMixed(seed)
+		if seed%4 == 2 {
+			run.cfg = drawOutage(seed) // a quarter of the seeds (point 22)
+		} else {
+			run.cfg = drawMixed(seed)
+		}
 	}
 	// Half the seeds run every policy from its JSON, the scenarios' (on
 	// fixed seeds modulo 256) every other block of 256.
@@ -437,22 +476,27 @@ func newRun(seed uint64) *simRun {
 func (run *simRun) play() {
 	run.t0 = time.Now()
 	rts := run.build()
+	run.startSampler()
 	var wg sync.WaitGroup
 	for ci, cp := range run.cfg.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
+			if cp.loop != nil {
+				run.playLoop(rts[cp.transport], ci, cp, &wg)
+				return
+			}
 			for _, q := range cp.reqs {
 				if q.gapBefore > 0 {
 					time.Sleep(q.gapBefore)
 				}
 				run.send(rts[cp.transport], ci, cp.transport, q)
 			}
-		}()
+		})
 	}
 	wg.Wait()
+	run.stopSampler()
 	run.logf(nil, "all requests done")
 	synctest.Wait() // every attempt sent has reached the base
+	run.markTouched()
 	run.checkBudgets()
 	// Uploads that go on after an early answer, and bodies still being
 	// discarded, end within this.
@@ -462,6 +506,7 @@ func (run *simRun) play() {
 		rt.(*httpretry.RetryTransport).CloseIdleConnections()
 	}
 	run.checkEnd()
+	run.checkHold()
 	run.checkSweep()
 }
 
@@ -476,8 +521,11 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 	run.mu.Unlock()
 
 	ctx := context.WithValue(context.Background(), simReqKey{}, sr)
-	ctx, cancelTimeout := context.WithTimeout(ctx, q.timeout)
-	defer cancelTimeout()
+	if q.timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, q.timeout)
+		defer cancelTimeout()
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if q.overrides {
@@ -545,6 +593,9 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 	run.logf(sr, "send %s %s (client %d, transport %d, maxRetries %d, candidates %d%s)", q.method, sr.url,
 		ci, tr, sr.maxRetries, len(sr.cands), reqNotes(sr))
 	var resp *http.Response
+	run.mu.Lock()
+	run.live[sr] = true // its first attempt's start samples it
+	run.mu.Unlock()
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
@@ -556,7 +607,9 @@ func (run *simRun) send(rt http.RoundTripper, ci, tr int, q reqPlan) {
 	sr.end = time.Now()
 	run.mu.Lock()
 	sr.returned = true
+	delete(run.live, sr)
 	run.mu.Unlock()
+	run.kickSampler()
 	switch {
 	case sr.panicVal != nil:
 		run.logf(sr, "panic: %v", sr.panicVal)
@@ -673,6 +726,9 @@ func reqNotes(sr *simReq) string {
 	if q.cancelAfter > 0 {
 		s = append(s, fmt.Sprintf("cancel after %v", q.cancelAfter))
 	}
+	if q.timeout == 0 {
+		s = append(s, "no context deadline")
+	}
 	if q.upgrade {
 		s = append(s, "upgrade")
 	}
@@ -709,6 +765,7 @@ func (run *simRun) setExpectations(sr *simReq, fallbacks []string) {
 // spread over parallel shards, or the one -sim.seed with its trace.
 func TestSimulate(t *testing.T) {
 	sum := &simSummary{byInv: map[string][]uint64{}, tally: map[string]int{}}
+	setHoldChecks(t)
 	start := time.Now()
 	if *simSeed != 0 {
 		sum.runSeed(t, *simSeed, true)

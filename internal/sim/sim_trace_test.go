@@ -20,7 +20,11 @@ func (run *simRun) report(vs []violation, full bool) string {
 	var b strings.Builder
 	cfg := run.cfg
 	fmt.Fprintf(&b, "\nsimulator seed %d (%s): %d violation(s)\n", run.seed, cfg.scenario, len(vs))
-	fmt.Fprintf(&b, "replay: go test ./internal/sim -run 'TestSimulate$' -sim.seed=%d -v\n", run.seed)
+	hold := ""
+	if *simHold != "auto" {
+		hold = " -sim.hold=" + *simHold
+	}
+	fmt.Fprintf(&b, "replay: go test ./internal/sim -run 'TestSimulate$' -sim.seed=%d%s -v\n", run.seed, hold)
 	for i, p := range cfg.policies {
 		j, _ := json.Marshal(p)
 		fmt.Fprintf(&b, "policy of transport %d: %s", i, j)
@@ -41,6 +45,9 @@ func (run *simRun) report(vs []violation, full bool) string {
 	}
 	if cfg.plainBase {
 		fmt.Fprintf(&b, "plain base: the origins behind an *http.Transport\n")
+	}
+	if op := cfg.outage; op != nil {
+		fmt.Fprintf(&b, "outage: %s\n", op)
 	}
 	if cfg.burst {
 		fmt.Fprintf(&b, "burst: clients whose one request goes at the first instant\n")
