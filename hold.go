@@ -77,6 +77,9 @@ func (h *held) await(ctx context.Context, d time.Duration, deadline time.Time) (
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err // observers may have taken the time: ended before it began
+		}
 		ch := o.watch()
 		now := time.Now()
 		answer, failures := h.heard()

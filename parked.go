@@ -203,6 +203,10 @@ func (c *call) mayPark(o *outcome, reason Reason, tg *target, now time.Time, aga
 		return false
 	case !c.resendable || !c.replayable(c.req) || tg.rec.budget.loadParams().hold == 0:
 		return false
+	case tg.raTooLong: // the origin asked for more than MaxRetryAfter
+		return false
+	case c.uploading(): // the failed attempt still reads the caller's body
+		return false
 	case again:
 		return true
 	case status(o.resp) == http.StatusTooManyRequests:
@@ -268,7 +272,12 @@ func (c *call) parked(o *outcome, pk *parker) turn {
 		c.emit(Event{Kind: EventGiveUp, Attempt: o.a.n, Err: err, Reason: ctxReason(err)}, o.a.tg)
 		return turn{err: fmt.Errorf("httpretry: %w", err)}
 	}
-	return turn{next: c.sendParked(w), again: true}
+	next, reason := c.sendParked(w)
+	if reason != 0 {
+		resp, err := c.giveUp(*o, reason, o.a.tg)
+		return turn{resp: resp, err: err}
+	}
+	return turn{next: next, again: true}
 }
 
 // waitParked waits until pk is woken, or until the policy's Deadline
@@ -299,12 +308,25 @@ func (c *call) waitParked(pk *parker) (wake, error) {
 // sendParked sends the probe or released resend w asks for to the
 // parked request's origin: never hedged, drawing on no resend of
 // MaxRetries. A release spends the request's reservation, or is charged
-// in the window without asking.
-func (c *call) sendParked(w wake) outcome {
+// in the window without asking. The reason is why it was not sent: the
+// request's context or deadline ended while the observers were told, or
+// its body can no longer be replayed.
+func (c *call) sendParked(w wake) (outcome, Reason) {
 	tg := c.pk.tg
 	// Told before it is paid for and its body taken, so that an observer
-	// that panics leaves no charge and no reader of the caller's body.
+	// that panics leaves no charge and no reader of the caller's body; an
+	// observer that took the time leaves it unsent.
 	c.emit(Event{Kind: EventRetry, Attempt: c.sent}, tg)
+	if err := c.req.Context().Err(); err != nil {
+		return outcome{}, ctxReason(err)
+	}
+	if c.crosses(0) {
+		return outcome{}, ReasonDeadline
+	}
+	body, reason := c.copyBody(c.req) // a recording may have run past its limit since
+	if reason != 0 {
+		return outcome{}, reason
+	}
 	if w == wakeRelease {
 		if c.pk.res.b != nil {
 			c.pk.res = reservation{}
@@ -312,13 +334,12 @@ func (c *call) sendParked(w wake) outcome {
 			b.chargeAt(time.Now())
 		}
 	}
-	body, _ := c.copyBody(c.req) // replayable: mayPark said so
 	a, r := c.newAttempt(c.sent+1, tg, body, false)
 	c.sent = a.n
 	resp, err := c.do(a, r)
 	o := c.judge(a, resp, err, c.clock(resp))
 	o.parkTry = true
-	return o
+	return o, 0
 }
 
 // leavePark settles a request that parked as it returns: its reservation
