@@ -30,11 +30,11 @@ type MetastableConfig struct {
 	WarmUp   time.Duration // healthy, before the trigger
 	Trigger  time.Duration // how long the capacity is cut
 	// TriggerShare is the share of Capacity left while the trigger lasts,
-	// above 0.
+	// from 0 (the server stops) to 1.
 	TriggerShare float64
 	// Horizon is how long after the trigger's start the run measures
-	// whether the server recovered; Sustain is how long it must stay up
-	// (see MetastableRun.Recovered).
+	// whether the server recovered; Sustain, at least MetastableWindow, is
+	// how long it must stay up (see MetastableRun.Recovered).
 	Horizon time.Duration
 	Sustain time.Duration
 }
@@ -54,8 +54,9 @@ func MetastableScenario(load float64, seed uint64) MetastableConfig {
 
 func (c MetastableConfig) validate() error {
 	if c.Capacity <= 0 || c.Cut <= 0 || c.Load <= 0 || c.WarmUp < 0 || c.Trigger < 0 ||
-		c.TriggerShare <= 0 || c.TriggerShare > 1 || c.Sustain <= 0 || c.Horizon < c.Trigger+c.Sustain {
-		return errors.New("bench: a metastable run needs a capacity, a cut, a load, a trigger share in (0, 1] and a horizon past the trigger by Sustain")
+		c.TriggerShare < 0 || c.TriggerShare > 1 || c.Sustain < MetastableWindow || c.Horizon < c.Trigger+c.Sustain {
+		return errors.New("bench: a metastable run needs a capacity, a cut, a load, a trigger share in [0, 1], " +
+			"a Sustain of at least MetastableWindow and a horizon past the trigger by Sustain")
 	}
 	return nil
 }
@@ -95,15 +96,14 @@ type MetastableRun struct {
 	Attempts, Abandoned int
 	// Holds counts httpretry's give-ups with ReasonHold (0 for the peers).
 	Holds int
-	// UpBefore is whether the server was up (see Recovered) in every
-	// span of the warm-up.
+	// UpBefore is whether the server was up (see MetastableWindow) over
+	// every window of the warm-up.
 	UpBefore bool
-	// Recovered is whether the server was up in every span of Sustain
-	// that starts from some instant on and ends by the horizon: at least
-	// MetastableInTime of the attempts it admitted in the span were done
-	// within Cut of their arrival, and the requests that succeeded in the
-	// span were at least MetastableGoodput of those sent in it. Recovery
-	// is the earliest such instant, from the trigger's start, to
+	// Recovered is whether the server came back after the trigger: up
+	// over every window within Sustain from some instant on, and over
+	// every window of the last Sustain before the horizon, so that a
+	// server that came back and fell again for good has not recovered.
+	// Recovery is the earliest such instant, from the trigger's start, to
 	// MetastableStep.
 	Recovered bool
 	Recovery  time.Duration
@@ -178,7 +178,7 @@ func runMetastable(c MetastableClient, cfg MetastableConfig, base http.RoundTrip
 		sent := time.Since(start)
 		wg.Go(func() {
 			ok, _ := getOnce(ctx, client, url, i)
-			r := metastableRequest{sent: sent, end: time.Since(start), ok: ok}
+			r := metastableRequest{sent: sent, ok: ok}
 			mu.Lock()
 			reqs = append(reqs, r)
 			mu.Unlock()
@@ -205,9 +205,9 @@ func runMetastable(c MetastableClient, cfg MetastableConfig, base http.RoundTrip
 	return run
 }
 
-// metastableRequest is one request of a run: when it was sent and ended,
-// from the start, and whether it got a 2xx.
+// metastableRequest is one request of a run: when it was sent, from the
+// start, and whether it got a 2xx before the run ended.
 type metastableRequest struct {
-	sent, end time.Duration
-	ok        bool
+	sent time.Duration
+	ok   bool
 }

@@ -171,16 +171,28 @@ func TestMetastableHttpretryRecoversWhereNoRetryDoes(t *testing.T) {
 }
 
 func TestMetastableRejectsBadConfig(t *testing.T) {
-	bad := MetastableScenario(0.5, 1)
-	bad.TriggerShare = 0
-	_, err := VirtualMetastable(t)(metastableClient(t, NameNoRetry), bad)
-	assert.Error(t, err)
-	_, err = LoopbackMetastable(metastableClient(t, NameNoRetry), bad)
-	assert.Error(t, err)
-	bad = MetastableScenario(0.5, 1)
-	bad.Horizon = bad.Sustain
-	_, err = VirtualMetastable(t)(metastableClient(t, NameNoRetry), bad)
-	assert.Error(t, err)
+	tests := []struct {
+		name string
+		edit func(*MetastableConfig)
+	}{
+		{"less than no capacity in the trigger", func(c *MetastableConfig) { c.TriggerShare = -0.1 }},
+		{"more than the capacity in the trigger", func(c *MetastableConfig) { c.TriggerShare = 1.5 }},
+		{"no sustain", func(c *MetastableConfig) { c.Sustain = 0 }},
+		{"no load", func(c *MetastableConfig) { c.Load = 0 }},
+		{"no cut", func(c *MetastableConfig) { c.Cut = 0 }},
+		{"a sustain shorter than a window", func(c *MetastableConfig) { c.Sustain = MetastableWindow / 2 }},
+		{"a horizon within the trigger and sustain", func(c *MetastableConfig) { c.Horizon = c.Trigger + c.Sustain - 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := MetastableScenario(0.5, 1)
+			tt.edit(&cfg)
+			_, err := VirtualMetastable(t)(metastableClient(t, NameNoRetry), cfg)
+			assert.Error(t, err)
+			_, err = LoopbackMetastable(metastableClient(t, NameNoRetry), cfg)
+			assert.Error(t, err)
+		})
+	}
 }
 
 func TestLoopbackMetastable(t *testing.T) {

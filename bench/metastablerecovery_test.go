@@ -22,7 +22,7 @@ func syntheticTimeline(bad ...[2]time.Duration) metastableTimeline {
 				sojourn, ok = 300*time.Millisecond, false
 			}
 		}
-		reqs = append(reqs, metastableRequest{sent: at, end: at + min(sojourn, cfg.Cut), ok: ok})
+		reqs = append(reqs, metastableRequest{sent: at, ok: ok})
 		att = append(att, metastableAttempt{at: at, done: at + sojourn})
 	}
 	return newMetastableTimeline(cfg, reqs, att)
@@ -65,7 +65,7 @@ func TestMetastableRecoveryCountsGoodput(t *testing.T) {
 	var reqs []metastableRequest
 	var att []metastableAttempt
 	for at := time.Duration(0); at < cfg.length(); at += 10 * time.Millisecond {
-		reqs = append(reqs, metastableRequest{sent: at, end: at + 5*time.Millisecond, ok: at < 4*time.Second})
+		reqs = append(reqs, metastableRequest{sent: at, ok: at < 4*time.Second})
 		att = append(att, metastableAttempt{at: at, done: at + 5*time.Millisecond})
 	}
 	tl = newMetastableTimeline(cfg, reqs, att)

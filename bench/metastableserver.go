@@ -21,7 +21,7 @@ type metastableServer struct {
 	service time.Duration // one request's work at full capacity
 	from    time.Duration // the trigger, from the start of the run
 	to      time.Duration
-	share   float64 // the capacity left while the trigger lasts
+	share   float64 // the capacity left while the trigger lasts; 0: none
 
 	mu        sync.Mutex
 	start     time.Time
@@ -77,11 +77,13 @@ func (s *metastableServer) finish(from time.Duration) time.Duration {
 		from = s.from
 	}
 	if from < s.to {
-		slow := time.Duration(float64(work) / s.share)
-		if from+slow <= s.to {
-			return from + slow
+		if s.share > 0 {
+			slow := time.Duration(float64(work) / s.share)
+			if from+slow <= s.to {
+				return from + slow
+			}
+			work -= time.Duration(float64(s.to-from) * s.share)
 		}
-		work -= time.Duration(float64(s.to-from) * s.share)
 		from = s.to
 	}
 	return from + work

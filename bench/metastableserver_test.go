@@ -38,6 +38,9 @@ func TestMetastableServerFinish(t *testing.T) {
 			assert.Equal(t, tt.want, s.finish(tt.from))
 		})
 	}
+	s.share = 0 // the server stops while the trigger lasts
+	assert.Equal(t, 2*time.Second+3*ms, s.finish(998*ms), "2 ms done before, 3 ms after")
+	assert.Equal(t, 2*time.Second+5*ms, s.finish(1500*ms))
 }
 
 func TestMetastableServerIsFIFO(t *testing.T) {

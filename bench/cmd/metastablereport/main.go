@@ -34,6 +34,7 @@ import (
 var tableLoads = []float64{0.5, 0.8, 0.85, 0.9, 0.95}
 
 type options struct {
+	cfg      bench.MetastableConfig // the load and seed aside
 	loopback bool
 	loads    []float64
 	seeds    []uint64
@@ -48,9 +49,13 @@ func main() {
 	seeds := flag.Int("seeds", 0, "seeds per load, from 1 (default 9; with -loopback, 1)")
 	clients := flag.String("clients", "", "comma-separated clients (default all)")
 	parallel := flag.Int("parallel", 0, "runs at once (default GOMAXPROCS; with -loopback, 1)")
+	cfg := bench.MetastableScenario(0, 0)
+	flag.DurationVar(&cfg.Trigger, "trigger", cfg.Trigger, "how long the trigger cuts the capacity")
+	flag.Float64Var(&cfg.TriggerShare, "share", cfg.TriggerShare, "the share of capacity left while the trigger lasts (0: the server stops)")
 	flag.Parse()
 
 	opt, err := parseOptions(*loopback, *loads, *seeds, *clients, *parallel)
+	opt.cfg = cfg
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "metastablereport:", err)
 		os.Exit(2)
@@ -143,7 +148,7 @@ func report(w, progress io.Writer, run bench.MetastableRunner, opt options) erro
 			for j := range jobs {
 				t0 := time.Now()
 				c, l := opt.clients[j.c], opt.loads[j.l]
-				curve, err := bench.MetastableCurve(run, c, bench.MetastableScenario(l, 0), []float64{l}, opt.seeds)
+				curve, err := bench.MetastableCurve(run, c, opt.cfg, []float64{l}, opt.seeds)
 				if err != nil {
 					errs <- err
 					return
@@ -181,19 +186,19 @@ send:
 }
 
 func write(w io.Writer, opt options, curves [][]bench.MetastableLoad, took time.Duration) error {
-	cfg := bench.MetastableScenario(0, 0)
+	cfg := opt.cfg
 	how := "in virtual time (synctest), the server in process"
 	if opt.loopback {
 		how = "over loopback in real time, the server behind net/http on 127.0.0.1"
 	}
 	fmt.Fprintf(w, "## Metastability: does the server recover?\n\n")
 	fmt.Fprintf(w, "A FIFO server of %g requests/s that does the work of attempts whose client gave up; open-loop Poisson arrivals at load × capacity; every attempt cut at %s; after %s, capacity cut to %g %% for %s. "+
-		"Recovered: from some instant on, for %s, every %s window had at least %g %% of its attempts done within %s and successes at least %g %% of the requests sent in it, and so had the last %s before the horizon (%s after the trigger's start). "+
+		"Recovered: from some instant on, for %s, every %s window had at least %g %% of its attempts done within %s and at least %g %% of the requests sent in it succeeded, and so had the last %s before the horizon (%s after the trigger's start). "+
 		"Time to recovery is from the trigger's start, the median over %d seeds (a run that did not recover counts as longer); a client recovers at a load when more than half of its seeds do. "+
 		"Edge: the highest load up to which it recovers at every load of the sweep (%s). Every client gets the same arrivals for a seed and load. Run %s; took %v.\n\n",
-		cfg.Capacity, bench.FormatDuration(cfg.Cut), bench.FormatDuration(cfg.WarmUp), 100*cfg.TriggerShare, bench.FormatDuration(cfg.Trigger),
-		bench.FormatDuration(cfg.Sustain), bench.FormatDuration(bench.MetastableWindow), 100*bench.MetastableInTime, bench.FormatDuration(cfg.Cut),
-		100*bench.MetastableGoodput, bench.FormatDuration(cfg.Sustain), bench.FormatDuration(cfg.Horizon),
+		cfg.Capacity, dur(cfg.Cut), dur(cfg.WarmUp), 100*cfg.TriggerShare, dur(cfg.Trigger),
+		dur(cfg.Sustain), dur(bench.MetastableWindow), 100*bench.MetastableInTime, dur(cfg.Cut),
+		100*bench.MetastableGoodput, dur(cfg.Sustain), dur(cfg.Horizon),
 		len(opt.seeds), formatLoads(opt.loads), how, took.Round(time.Second))
 
 	shown := slices.DeleteFunc(slices.Clone(tableLoads), func(l float64) bool { return !slices.Contains(opt.loads, l) })
@@ -241,6 +246,14 @@ func recoveryCell(l bench.MetastableLoad) string {
 		return fmt.Sprintf("down (%d/%d)", l.Recovered(), len(l.Runs))
 	}
 	return fmt.Sprintf("%.2f s (%d/%d)", d.Seconds(), l.Recovered(), len(l.Runs))
+}
+
+// dur prints d as prose does: "200 ms", "1.5 s".
+func dur(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 }
 
 func holds(l bench.MetastableLoad) int {
