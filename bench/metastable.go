@@ -127,7 +127,7 @@ func VirtualMetastable(t *testing.T) MetastableRunner {
 		var r MetastableRun
 		synctest.Test(t, func(*testing.T) {
 			srv := newMetastableServer(cfg)
-			r = runMetastable(c, cfg, srv.origin(), "http://metastable.invalid/", srv)
+			r = runMetastable(c, cfg, srv.origin(), "http://metastable.invalid/", srv, synctest.Wait)
 		})
 		return r, nil
 	}
@@ -148,13 +148,14 @@ func LoopbackMetastable(c MetastableClient, cfg MetastableConfig) (MetastableRun
 	defer ts.Close()
 	base := NewLoopbackBase()
 	defer base.CloseIdleConnections()
-	return runMetastable(c, cfg, base, ts.URL+"/", srv), nil
+	// Close waits for the handlers: the server has seen every client go.
+	return runMetastable(c, cfg, base, ts.URL+"/", srv, ts.Close), nil
 }
 
 // runMetastable sends cfg's arrivals through c's client over base to url,
 // where srv answers, and judges the run. Requests still out when the run
-// ends are cancelled.
-func runMetastable(c MetastableClient, cfg MetastableConfig, base http.RoundTripper, url string, srv *metastableServer) MetastableRun {
+// ends are cancelled; settle then waits until srv has seen them go.
+func runMetastable(c MetastableClient, cfg MetastableConfig, base http.RoundTripper, url string, srv *metastableServer, settle func()) MetastableRun {
 	var holds atomic.Int64
 	client := c.New(base, cfg.Cut, func(e httpretry.Event) {
 		if e.Kind == httpretry.EventGiveUp && e.Reason == httpretry.ReasonHold {
@@ -185,6 +186,7 @@ func runMetastable(c MetastableClient, cfg MetastableConfig, base http.RoundTrip
 		})
 	}
 	wg.Wait()
+	settle()
 
 	attempts, abandoned := srv.tally()
 	run := MetastableRun{

@@ -102,8 +102,7 @@ func TestMetastableServerDoesTheWorkOfAbandonedAttempts(t *testing.T) {
 	cfg := testMetastable(0.5, 2)
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMetastableServer(cfg)
-		r := runMetastable(metastableClient(t, NameNoRetry), cfg, srv.origin(), "http://metastable.invalid/", srv)
-		synctest.Wait()
+		r := runMetastable(metastableClient(t, NameNoRetry), cfg, srv.origin(), "http://metastable.invalid/", srv, synctest.Wait)
 		att, abandoned := srv.tally()
 		late := 0
 		for _, a := range att {
