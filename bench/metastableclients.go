@@ -21,12 +21,10 @@ type MetastableClient struct {
 	New func(base http.RoundTripper, cut time.Duration, observe func(httpretry.Event)) *http.Client
 }
 
-// The names of the metastability benchmark's own rows; the peers keep
-// theirs (NameRetryableHTTP, NameFailsafe).
-const (
-	NameNoRetry         = "no-retry"
-	NameHTTPRetryNoHold = "httpretry-nohold"
-)
+// NameNoRetry is the metastability benchmark's row of a client that never
+// retries; httpretry's Hold -1 row is NameHTTPRetryNoHold, and the peers
+// keep their names (NameRetryableHTTP, NameFailsafe).
+const NameNoRetry = "no-retry"
 
 // MetastableClients returns the five clients of the metastability
 // benchmark, the client that never retries first: it is the physical
