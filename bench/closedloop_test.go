@@ -25,14 +25,13 @@ func loopContender(t *testing.T, name string) LoopContender {
 
 // TestClosedLoopCountsEveryItem: whatever the contender, every item taken
 // ends exactly once, and a healthy origin takes each item Service: the
-// healthy rate is 200 a second per worker, to the attempt. A half-second
-// outage: the counts hold at any length, and 8 workers without a wait
-// between attempts cost 8,000 of them a second. 3 s after it, for an item
-// caught in a black hole to end and the next to succeed. -short shares
-// the queue among 3 workers rather than 8: the same race, a third of the
-// cost.
+// healthy rate is 200 a second per worker, to the attempt. Short phases:
+// the counts hold at any length, and a worker that does not wait between
+// attempts costs 1,000 of them a second of outage. A black hole's phase
+// after lasts LoopPerTry, for the item it caught to end and the next to
+// succeed. -short shares the queue among 3 workers rather than 8: the same
+// race, less of it.
 func TestClosedLoopCountsEveryItem(t *testing.T) {
-	half := 500 * time.Millisecond
 	many := 8
 	if testing.Short() {
 		many = 3
@@ -42,7 +41,10 @@ func TestClosedLoopCountsEveryItem(t *testing.T) {
 		for _, name := range names {
 			for _, w := range []int{1, many} {
 				t.Run(k.String()+"/"+name+"/"+strconv.Itoa(w), func(t *testing.T) {
-					o := Outage{Kind: k, Healthy: half, Down: half, After: 3 * time.Second}
+					o := Outage{Kind: k, Healthy: 500 * time.Millisecond, Down: 250 * time.Millisecond, After: 500 * time.Millisecond}
+					if k == OutageBlackHole {
+						o.After = LoopPerTry
+					}
 					cfg := ClosedLoopConfig{Outage: o, Workers: w, Deadline: 10 * time.Second}
 					r := RunClosedLoop(t, loopContender(t, name), cfg)
 					assert.Equal(t, r.Taken, r.OK+r.Lost, "every item ends once")
