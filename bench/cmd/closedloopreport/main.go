@@ -5,8 +5,10 @@
 //
 // Every run is in virtual time (testing/synctest) against an origin in
 // process, so a 60 s run takes what its attempts cost to compute: all of
-// it about 20 minutes on two cores, most of it the 64-worker rows of the
-// bare base and failsafe-go, which resend without waiting.
+// it about 20 minutes of CPU, most of it the 64-worker rows (12,800 healthy
+// items a second, and 64,000 attempts a second of outage from the bare base
+// and failsafe-go, which resend without waiting). Configurations run in
+// parallel subtests, as many at once as GOMAXPROCS.
 //
 //	go run ./cmd/closedloopreport                          # every kind, deadline and worker count
 //	go run ./cmd/closedloopreport -workers 1 -kinds refused # a subset; progress goes to stderr
