@@ -42,14 +42,14 @@ type OpenLoopResult struct {
 	Items
 	Attempts
 	// PeakParked is the most BudgetStats.Parked read in the run;
-	// PeakParkedDown the most read after the first arrival at the down
-	// origin (see DownArrival).
+	// PeakParkedDown the most read after DownArrival.
 	PeakParked, PeakParkedDown int
 	// DownArrival is when the first request started while the origin's
-	// streak was at least DownStreak: the first arrival that, by DESIGN
-	// point 22's rule 7, ends the parking of an open loop; -1 if none did
-	// (a disabled budget counts no streak): PeakParkedDown then reads from
-	// the outage's start.
+	// streak was at least DownStreak and requests were parked there: an
+	// arrival, by DESIGN point 22's rule 7, which ends an open loop's
+	// parking. -1 if none did (nothing parked then, or a disabled budget,
+	// which counts no streak): PeakParkedDown then reads from the outage's
+	// start.
 	DownArrival time.Duration
 }
 
@@ -99,8 +99,10 @@ func runOpenLoop(c LoopContender, cfg OpenLoopConfig) OpenLoopResult {
 			break
 		}
 		time.Sleep(time.Until(start.Add(at)))
-		if down < 0 && origin.isDown(at) && streak(budgets) >= DownStreak {
-			down = at
+		if down < 0 && origin.isDown(at) {
+			if st := originStats(budgets); st.Streak >= DownStreak && st.Parked > 0 {
+				down = at
+			}
 		}
 		wg.Go(func() {
 			ok := sendItem(client, contextDeadline(c, cfg.Deadline))
@@ -126,14 +128,16 @@ func runOpenLoop(c LoopContender, cfg OpenLoopConfig) OpenLoopResult {
 	return r
 }
 
-// streak is the streak of bs's one host; 0 for no registry.
-func streak(bs *httpretry.Budgets) int {
-	n := 0
+// originStats is the Streak and Parked of bs's one host (summed, should it
+// have more); zero for no registry.
+func originStats(bs *httpretry.Budgets) httpretry.BudgetStats {
+	var sum httpretry.BudgetStats
 	if bs != nil {
 		bs.Range(func(_ string, st httpretry.BudgetStats) bool {
-			n += st.Streak
+			sum.Streak += st.Streak
+			sum.Parked += st.Parked
 			return true
 		})
 	}
-	return n
+	return sum
 }

@@ -40,12 +40,7 @@ func startParkedSampler(bs *httpretry.Budgets, period time.Duration, start time.
 				return
 			case <-tick.C:
 			}
-			p := parkedSample{at: time.Since(start)}
-			bs.Range(func(_ string, st httpretry.BudgetStats) bool {
-				p.parked += st.Parked
-				return true
-			})
-			got = append(got, p)
+			got = append(got, parkedSample{at: time.Since(start), parked: originStats(bs).Parked})
 		}
 	}()
 	return s

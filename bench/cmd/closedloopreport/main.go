@@ -188,7 +188,8 @@ func writeOpen(w io.Writer, rows []bench.OpenLoopResult) {
 	fmt.Fprintf(w, "\n### An open loop, deadline 30 s\n\n"+
 		"A server's handlers: one request every 5 ms (200/s) whatever the answers, each with `Policy.Deadline` 30 s. "+
 		"Parked: the most read over the run; \"once down\": after the first request that started while the origin's "+
-		"streak was at least %d (\"down at\"; none: the streak never got there). Max 100 ms after: the most attempts "+
+		"streak was at least %d and requests were parked there (\"down at\": DESIGN's first arrival, which closes "+
+		"the parking; none: no such request). Max 100 ms after: the most attempts "+
 		"in any 100 ms from the outage's end on, as a multiple of the healthy rate.\n\n", bench.DownStreak)
 	tb := bench.NewTable(2, "outage", "row", "lost", "attempts", "mean ×", "max ×", "max 100 ms after ×", "parked", "once down", "down at")
 	for _, r := range rows {
