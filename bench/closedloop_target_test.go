@@ -116,7 +116,10 @@ func TestOpenLoopParksNothing(t *testing.T) {
 	knownMiss := map[OutageKind]bool{OutageBlackHole: true}
 	for _, k := range OutageKinds() {
 		t.Run(k.String(), func(t *testing.T) {
-			r := RunOpenLoop(t, loopContender(t, NameLoopHTTPRetry), OpenLoopConfig{Outage: Outage{Kind: k}, Deadline: 30 * time.Second})
+			// 5 s after the outage, as above: the resends it draws come
+			// within LoopPerTry of its end.
+			o := Outage{Kind: k, After: 5 * time.Second}
+			r := RunOpenLoop(t, loopContender(t, NameLoopHTTPRetry), OpenLoopConfig{Outage: o, Deadline: 30 * time.Second})
 			assert.Zero(t, r.PeakParkedDown, "parked after the first arrival at the down origin, at %v", r.DownArrival)
 			const bound = 1.25
 			switch {
