@@ -37,8 +37,8 @@ func report(w, progress io.Writer, plan bench.OnsetPlan, libs []bench.FleetLibra
 	fmt.Fprintf(w, "## An outage earns no credit (DESIGN point 22)\n\n")
 	fmt.Fprintf(w, "Virtual time (testing/synctest), the upstream in memory, a budget per client. Rows: httpretry with "+
 		"DefaultPolicy (%s), with `Hold: -1` (%s, the behaviour before point 22), with `Budget.Disabled` (%s), and the peers. "+
-		"The compressed quiet fleet scales every duration of every library by 500 ms / 10 s, its backoff and `HoldFor` "+
-		"included, as the fleet benchmark does. DefaultPolicy holds a resend in this build: **%s**.\n\n",
+		"The compressed quiet fleet scales every duration of every library by 500 ms / 10 s, its backoff included, as the "+
+		"fleet benchmark does, but for httpretry's `HoldFor`, a real second as in DESIGN point 22's simulations. DefaultPolicy holds a resend in this build: **%s**.\n\n",
 		bench.NameHTTPRetry, bench.NameHTTPRetryNoHold, bench.NameHTTPRetryNoBudget, yesNo(holds))
 	if err := writeOnset(w, onsets, onsets[def]); err != nil {
 		return err
