@@ -190,7 +190,24 @@ func (c *call) do(a *attempt, r *http.Request) (*http.Response, error) {
 			err = &attemptTimeout{sentinel: ErrAttemptTimeout, after: a.timeout}
 		}
 	}
-	return checkOutcome(resp, err)
+	if resp, err = checkOutcome(resp, err); err == nil && c.p.sized(resp) && !c.noPrefetch &&
+		c.p.prefetchable(c.req, resp, c.resendable, c.upgrade) {
+		if err = c.readAhead(r.Context(), resp); err != nil {
+			resp = nil
+		}
+	}
+	return resp, err
+}
+
+// readAhead reads resp whole (see prefetch), within ctx, the attempt's
+// context, and the policy's Deadline.
+func (c *call) readAhead(ctx context.Context, resp *http.Response) error {
+	if !c.policyDeadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.policyDeadline)
+		defer cancel()
+	}
+	return prefetch(ctx, resp, c.p.resume.idle)
 }
 
 // releaseOnPanic, deferred, discards resp and ends attempt a if a callback

@@ -25,6 +25,7 @@ type call struct {
 	resendable bool        // the method or a key makes a resend safe
 	upgrade    bool        // the request asks to switch protocols: see upgrades
 	hedged     bool        // attempts are hedged: see hedges
+	noPrefetch bool        // a resume request's: its body is the rest of one
 	header     http.Header // req.Header plus an added idempotency key; nil: req.Header
 }
 
@@ -119,7 +120,8 @@ type oneOrigin struct {
 // nextResume.
 func newCallTo(o *oneOrigin, ctx context.Context) *call {
 	a := applier{req: o.req.WithContext(ctx), p: o.p, observers: o.t.observers}
-	c := &call{route: route{t: o.t, applier: a, policyDeadline: o.policyDeadline}, sent: o.sent, resendable: true}
+	c := &call{route: route{t: o.t, applier: a, policyDeadline: o.policyDeadline}, sent: o.sent, resendable: true,
+		noPrefetch: true}
 	c.one[0] = o.to
 	c.one[0].tried = true
 	c.targets = c.one[:]

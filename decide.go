@@ -26,6 +26,9 @@ func (c *call) judge(a *attempt, resp *http.Response, err error, now time.Time) 
 		defer a.releaseOnPanic(resp)
 	}
 	o := outcome{a: a, resp: resp, err: err, failure: c.failed(resp, err)}
+	if c.p.retryIf != nil && resp != nil {
+		rewind(resp) // RetryIf may have read an answer read whole
+	}
 	o.read(resp, now)
 	return o
 }

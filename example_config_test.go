@@ -129,6 +129,7 @@ func ExamplePolicy_MarshalJSON() {
 	//     "max": 3,
 	//     "idle": "0s",
 	//     "minBytes": 0
-	//   }
+	//   },
+	//   "prefetch": 0
 	// }
 }

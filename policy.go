@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -86,11 +87,20 @@ type Policy struct {
 	// it reached, with a Range request (see Resume). DefaultPolicy resumes up
 	// to 3 times.
 	Resume Resume
+	// Prefetch is the largest answer read whole before RoundTrip returns. Such
+	// an answer has a known Content-Length and a request that may be resent.
+	// It is read into memory first, so a body cut short is a failed attempt,
+	// resent as any, and RetryIf may read it. 0 means 64 KiB, Resume's
+	// MinBytes by default: every body of known length is read whole or
+	// resumes. A negative value never reads ahead.
+	Prefetch int64
 	// RetryIf, when set, decides which outcomes are failures worth another
 	// attempt. It takes the place of RetryOn and the transport-error rule. It
-	// must not read or close the response body. The caller's context ending is
-	// never retried. Every other check still applies: idempotency, body,
-	// MaxRetries, waits, deadline and budget. It is not part of JSON.
+	// may read the body of an answer read whole (see Prefetch), which is
+	// rewound after; it must not read any other body, nor close one. The
+	// caller's context ending is never retried. Every other check still
+	// applies: idempotency, body, MaxRetries, waits, deadline and budget. It
+	// is not part of JSON.
 	RetryIf func(resp *http.Response, err error) bool
 }
 
@@ -237,6 +247,7 @@ type hostPolicy struct {
 	hedge         Hedge
 	demote        demotion.Rule
 	resume        resumeRule
+	prefetch      int64 // the largest answer read whole; negative: none
 	// untimed: no attempt needs a timer, so a first attempt may go out as
 	// the caller's own request (see sendsAsIs).
 	untimed bool
@@ -257,6 +268,7 @@ func resolvePolicy(p Policy) *hostPolicy {
 		demote:        p.Demote.resolve(),
 		resume:        p.Resume.resolve(),
 		retryIf:       p.RetryIf,
+		prefetch:      cmp.Or(p.Prefetch, defaultPrefetch),
 	}
 	for _, s := range p.Fallbacks {
 		if o, err := parseOrigin(s); err == nil && !slices.Contains(hp.fallbacks, o) {
@@ -381,8 +393,11 @@ func (p *hostPolicy) answers(resp *http.Response) bool {
 // answersGuarded is answers for a response no attempt holds yet: a RetryIf
 // that panics leaves it closed.
 func (p *hostPolicy) answersGuarded(resp *http.Response) bool {
-	if p.retryIf != nil {
-		defer closeOnPanic(resp)
+	if p.retryIf == nil {
+		return p.answers(resp)
 	}
-	return p.answers(resp)
+	defer closeOnPanic(resp)
+	answers := p.answers(resp)
+	rewind(resp) // RetryIf may have read an answer read whole
+	return answers
 }

@@ -43,6 +43,7 @@ func (p *Policy) jsonFields() []jsonField {
 		{"fallbacks", &p.Fallbacks},
 		{"demote", &p.Demote},
 		{"resume", &p.Resume},
+		{"prefetch", &p.Prefetch},
 	}
 }
 

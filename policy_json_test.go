@@ -64,7 +64,7 @@ func TestPolicyMarshalJSON(t *testing.T) {
 		`"idempotencyHeader":"","autoIdempotencyKey":false,`+
 		`"budget":{"percent":20,"minRetries":10,"window":"10s","disabled":false,"hold":2,"holdFor":"1s"},`+
 		`"hedge":{"after":"0s","max":0,"quantile":0,"minAfter":"0s","sameOrigin":false},"fallbacks":null,`+
-		`"demote":{"after":5,"for":"0s","max":"0s"},"resume":{"max":3,"idle":"0s","minBytes":0}}`, string(data))
+		`"demote":{"after":5,"for":"0s","max":"0s"},"resume":{"max":3,"idle":"0s","minBytes":0},"prefetch":0}`, string(data))
 
 	data, err = json.Marshal(Policy{RetryOn: []int{}, Fallbacks: []string{"https://b.example"}, RetryIf: func(*http.Response, error) bool { return true }})
 	require.NoError(t, err)

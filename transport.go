@@ -247,6 +247,9 @@ func (r *route) sendFast() (*http.Response, error) {
 	}
 	counted := r.rec != nil && r.startedFirst()
 	resp, err := r.t.base.RoundTrip(req)
+	if err == nil && resp != nil && r.p.sized(resp) {
+		resp, err = r.readAhead(resp)
+	}
 	if err == nil && resp != nil && r.p.answersGuarded(resp) {
 		if r.rec != nil {
 			r.rec.settle(counted, answerMark(resp)) // at a streak of 0: one atomic load
@@ -266,6 +269,18 @@ func (r *route) sendFast() (*http.Response, error) {
 	resp, err = c.afterFast(resp, err, now)
 	c.recycle()
 	return resp, err
+}
+
+// readAhead reads the fast path's response whole when it is eligible
+// (see prefetchable): a cut is then the first attempt's error.
+func (r *route) readAhead(resp *http.Response) (*http.Response, error) {
+	if !r.p.prefetchable(r.req, resp, resendable(r.req, r.p.idemHeaders), upgrades(r.req)) {
+		return resp, nil
+	}
+	if err := prefetch(r.req.Context(), resp, r.p.resume.idle); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // startedFirst counts the start of the fast path's attempt, the request's
