@@ -196,3 +196,45 @@ func BenchmarkPOSTUnkeyed(b *testing.B) {
 		})
 	}
 }
+
+// kibStub answers every request with a fresh 200 of 1 KiB of known length.
+type kibStub struct{}
+
+var kib = bytes.Repeat([]byte("x"), 1024)
+
+func (kibStub) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(bytes.NewReader(kib)),
+		ContentLength: int64(len(kib)), Request: req}, nil
+}
+
+// BenchmarkGET1KiB is a 1 KiB answer read to its end by the caller, read
+// whole first (point 24: Prefetch's default) or handed back as it comes
+// (Prefetch −1): the cost of reading ahead, in one run (DESIGN asks at
+// most 1.05×).
+func BenchmarkGET1KiB(b *testing.B) {
+	off := DefaultPolicy()
+	off.Prefetch = -1
+	stub := plainBase(kibStub{})
+	for _, tc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", stub},
+		{"prefetch-off", New(stub, WithPolicy(off))},
+		{"prefetch", New(stub)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := &http.Client{Transport: tc.rt}
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example.com/items", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}

@@ -48,15 +48,24 @@ func (p *hostPolicy) prefetchable(req *http.Request, resp *http.Response, resend
 // bytes than declared is an error that names the cut.
 func prefetch(ctx context.Context, resp *http.Response, idle time.Duration) error {
 	body := resp.Body
-	closeBody := sync.OnceFunc(func() { body.Close() }) // a bound that fires closes it too
-	defer closeBody()
+	// The transport ends the body of a request whose context ends: only
+	// another context, or a stall bound, needs a watch of its own, which
+	// may close the body as the read ends, hence once.
+	watched := (resp.Request == nil || ctx != resp.Request.Context()) && ctx.Done() != nil
+	var closeBody func()
+	if watched || idle > 0 {
+		closeBody = sync.OnceFunc(func() { body.Close() })
+		defer closeBody()
+	} else {
+		defer body.Close()
+	}
 	n := int(resp.ContentLength)
 	buf := prefetchPool.Get().(*[]byte)
 	if cap(*buf) < n {
 		*buf = make([]byte, n)
 	}
 	*buf = (*buf)[:n]
-	got, err := readWhole(ctx, body, closeBody, *buf, idle)
+	got, err := readWhole(ctx, body, closeBody, watched, *buf, idle)
 	if err != nil {
 		putPrefetch(buf)
 		return &bodyBroke{got: got, want: n, err: err}
@@ -69,10 +78,12 @@ func prefetch(ctx context.Context, resp *http.Response, idle time.Duration) erro
 
 // readWhole fills buf from body, then reads to EOF, so that the transport
 // fills the response's Trailer. A read that stalls for idle (0: no bound)
-// or outlives ctx closes body with closeBody.
-func readWhole(ctx context.Context, body io.Reader, closeBody func(), buf []byte, idle time.Duration) (int, error) {
-	stop := context.AfterFunc(ctx, closeBody)
-	defer stop()
+// or, when watched, outlives ctx closes body with closeBody.
+func readWhole(ctx context.Context, body io.Reader, closeBody func(), watched bool, buf []byte, idle time.Duration) (int, error) {
+	if watched {
+		stop := context.AfterFunc(ctx, closeBody)
+		defer stop()
+	}
 	var stall *time.Timer
 	if idle > 0 {
 		stall = time.AfterFunc(idle, closeBody)

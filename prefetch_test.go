@@ -152,3 +152,31 @@ func TestAPrefetchedBodyClosesOnce(t *testing.T) {
 	assert.Zero(t, n)
 	assert.True(t, errors.Is(err, io.EOF))
 }
+
+// A new user's flaky catalog (issue 32): 1,000 GETs of 2 KiB JSON answers,
+// 3 % of them cut after 30 bytes, through the default policy. Every answer
+// arrives whole, and the server's calls are the requests plus the cuts.
+func TestAFlakyCatalogDeliversEveryAnswerWhole(t *testing.T) {
+	const requests = 1000
+	var cuts atomic.Int64
+	up, body := cutAnswers(t, func(n int) bool {
+		if n%33 == 7 { // 3 % of the calls, spread
+			cuts.Add(1)
+			return true
+		}
+		return false
+	})
+	c := &http.Client{Transport: New(nil, WithBudgets(NewBudgets()))}
+	defer c.CloseIdleConnections()
+	whole := 0
+	for range requests {
+		resp, err := c.Get(up.URL)
+		require.NoError(t, err)
+		if readAll(t, resp) == body {
+			whole++
+		}
+	}
+	assert.Equal(t, requests, whole)
+	assert.Equal(t, requests+cuts.Load(), up.calls.Load())
+	t.Logf("%d requests, %d cuts, %d calls", requests, cuts.Load(), up.calls.Load())
+}
