@@ -68,6 +68,11 @@ func TestCancelLatency(t *testing.T) {
 			if tc.backoff != (httpretry.Backoff{}) {
 				p.Backoff = tc.backoff
 			}
+			if tc.inBody {
+				// The caller reads this body: one of known length would be
+				// read whole inside RoundTrip first (point 24).
+				p.Prefetch = -1
+			}
 			rt := newRetrying(t, newBase(), p)
 			var lat []time.Duration
 			for i := 0; i < rounds; i++ {
