@@ -439,7 +439,9 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 			last = a
 		}
 	}
-	if last.resp != nil && !last.broke && !sr.possiblyCut(last) {
+	if last.resp != nil && !last.broke && !sr.possiblyCut(last) && (last.resp.Whole() || !held(sr)) {
+		// A failed answer held while the request waits is read into
+		// memory first (point 22): one whose body breaks is lost.
 		run.violate(sr, "last-response-returned", "the last attempt %d got %d, RoundTrip returned %v",
 			last.n, last.status, sr.err)
 		return
@@ -1511,4 +1513,14 @@ func (sr *simReq) oneTryBound(pt time.Duration) time.Time {
 		}
 	}
 	return bound
+}
+
+// held reports whether the hold acted on sr: an event of its names it.
+func held(sr *simReq) bool {
+	for _, e := range sr.events {
+		if e.Reason == httpretry.ReasonHold {
+			return true
+		}
+	}
+	return false
 }
