@@ -119,9 +119,10 @@ func (run *simRun) checkReturn(orig *simReq, resp *http.Response) {
 			sr.end.Sub(sr.start), bound.Sub(sr.start), sr.slept)
 	}
 	if pt := sr.pol.PerTryTimeout; pt > 0 && sr.maxRetries == 0 && len(sr.cands) == 1 &&
-		sr.end.After(sr.start.Add(pt+sr.slept)) {
+		sr.end.After(sr.oneTryBound(pt).Add(sr.slept)) {
 		// MaxRetries 0 drops no time bound (point 20): the one attempt
-		// is cut at PerTryTimeout, and RoundTrip returns then.
+		// is cut at PerTryTimeout, and RoundTrip returns then, or once
+		// an answer whose headers came by then is read whole (point 24).
 		run.violate(sr, "one-try-bound", "one attempt allowed, RoundTrip returned %v after the start, "+
 			"PerTryTimeout %v (observers slept %v)", sr.end.Sub(sr.start), pt, sr.slept)
 	}
@@ -146,6 +147,7 @@ func (run *simRun) checkReturn(orig *simReq, resp *http.Response) {
 		run.mu.Lock()
 		b := run.bodies[sr.respBody]
 		run.mu.Unlock()
+		run.checkPrefetchReturn(sr, b)
 		if b.att.req.id() != sr.id() {
 			run.violate(sr, "response-own", "the response returned is body %d of request %d", b.id, b.att.req.id())
 		} else if b.att.status != resp.StatusCode {
@@ -221,9 +223,9 @@ func (run *simRun) checkAttempts(sr *simReq) {
 			run.violate(sr, "attempt-by-deadline", "attempt %d went on %v past the deadline",
 				a.n, a.settled.Sub(sr.deadline))
 		}
-		if pt := run.perTry(); pt > 0 && a.settled.Sub(a.start) > pt {
+		if pt := run.perTry(); pt > 0 && a.headers.Sub(a.start) > pt {
 			run.violate(sr, "per-try-timeout", "attempt %d waited %v for headers, PerTryTimeout %v",
-				a.n, a.settled.Sub(a.start), pt)
+				a.n, a.headers.Sub(a.start), pt)
 		}
 	}
 	if unkeyed && reached > 1 {
@@ -288,7 +290,7 @@ func (run *simRun) checkRetryAfterOf(sr *simReq, atts []*simAttempt) {
 		maxRA = 30 * time.Second
 	}
 	for _, a := range atts {
-		if a.ra == "" || a.resp == nil || sr.possiblyCut(a) || !sr.retried(a.status) {
+		if a.ra == "" || a.resp == nil || a.broke || sr.possiblyCut(a) || !sr.retried(a.status) {
 			continue
 		}
 		ra, ok := httpretry.ParseRetryAfter(a.ra, a.settled)
@@ -418,7 +420,7 @@ func (run *simRun) checkEvents(sr *simReq) {
 // keepable reports whether a's response is one the loop keeps in memory
 // when it lets go of it (at most 4 KiB, whole).
 func keepable(a *simAttempt) bool {
-	return a.resp != nil && len(a.resp.Data) <= 4<<10 && a.resp.Cut < 0
+	return a.resp != nil && len(a.resp.Data) <= 4<<10 && a.resp.Cut < 0 && !a.broke
 }
 
 // checkAnswerKept: a request that ends on an error returns instead the
@@ -437,7 +439,9 @@ func (run *simRun) checkAnswerKept(sr *simReq) {
 			last = a
 		}
 	}
-	if last.resp != nil && !sr.possiblyCut(last) {
+	if last.resp != nil && !last.broke && !sr.possiblyCut(last) && (last.resp.Whole() || !held(sr)) {
+		// A failed answer held while the request waits is read into
+		// memory first (point 22): one whose body breaks is lost.
 		run.violate(sr, "last-response-returned", "the last attempt %d got %d, RoundTrip returned %v",
 			last.n, last.status, sr.err)
 		return
@@ -493,7 +497,9 @@ func (run *simRun) checkEnd() {
 		run.checkErrorPrefixes(sr)
 		run.checkDemoteOff(sr)
 		if sr.respBody >= 0 && sr.plan.readResp && sr.panicVal == nil {
-			if b := run.bodies[sr.respBody]; b.obj != nil && run.resumable(sr, b.att) != "" {
+			if b := run.bodies[sr.respBody]; b.att.pre {
+				run.checkWholeBody(sr, b)
+			} else if b.obj != nil && run.resumable(sr, b.att) != "" {
 				run.tallyResumed(sr)
 				run.checkResumed(sr, b)
 			} else {
@@ -505,6 +511,7 @@ func (run *simRun) checkEnd() {
 		}
 		run.checkResumeRequests(sr)
 		run.checkCloseEndsRead(sr)
+		run.checkPrefetchCuts(sr)
 	}
 	run.checkScenario()
 }
@@ -546,7 +553,7 @@ func (run *simRun) checkCloseEndsRead(sr *simReq) {
 // body is not resumable: by the sim's own reading of the rules.
 func (run *simRun) resumable(sr *simReq, a *simAttempt) string {
 	rs := sr.pol.Resume
-	if rs.Max < 0 || sr.maxRetries <= 0 || sr.plan.method != "GET" || a.status != http.StatusOK ||
+	if a.pre || rs.Max < 0 || sr.maxRetries <= 0 || sr.plan.method != "GET" || a.status != http.StatusOK ||
 		a.respCL < int64(minBytes(rs)) {
 		return ""
 	}
@@ -780,9 +787,9 @@ func (run *simRun) checkResumeRequests(sr *simReq) {
 			run.violate(sr, "no-attempt-after-end", "resume attempt %d started %v after the request's end at %v",
 				a.n, a.start.Sub(cb), cb.Sub(sr.start))
 		}
-		if pt := run.perTry(); pt > 0 && a.settled.Sub(a.start) > pt {
+		if pt := run.perTry(); pt > 0 && a.headers.Sub(a.start) > pt {
 			run.violate(sr, "per-try-timeout", "resume attempt %d waited %v for headers, PerTryTimeout %v",
-				a.n, a.settled.Sub(a.start), pt)
+				a.n, a.headers.Sub(a.start), pt)
 		}
 	}
 	if !run.cfg.nested {
@@ -856,7 +863,7 @@ func (run *simRun) checkUpgrade(sr *simReq) {
 		}
 	}
 	for _, a := range sr.attempts {
-		if a.resp == nil || sr.possiblyCut(a) {
+		if a.resp == nil || a.broke || sr.possiblyCut(a) {
 			continue
 		}
 		for _, b := range sr.attempts {
@@ -1488,9 +1495,32 @@ func (sr *simReq) waitingAt(t time.Time) bool {
 		return false
 	}
 	for _, a := range sr.attempts {
-		if !a.start.Before(t) || !a.settled.Before(t) {
+		if !a.back || !a.start.Before(t) || !a.settled.Before(t) {
 			return false
 		}
 	}
 	return true
+}
+
+// oneTryBound is when RoundTrip returns at the latest for sr's one
+// attempt under PerTryTimeout pt: pt after the start, or when its answer,
+// its headers come by then, was read whole (point 24).
+func (sr *simReq) oneTryBound(pt time.Duration) time.Time {
+	bound := sr.start.Add(pt)
+	for _, a := range sr.attempts {
+		if a.pre && a.back && a.settled.After(bound) {
+			bound = a.settled
+		}
+	}
+	return bound
+}
+
+// held reports whether the hold acted on sr: an event of its names it.
+func held(sr *simReq) bool {
+	for _, e := range sr.events {
+		if e.Reason == httpretry.ReasonHold {
+			return true
+		}
+	}
+	return false
 }

@@ -53,6 +53,10 @@ type runConfig struct {
 	sleepOn    map[httpretry.EventKind]bool
 	sleepFor   time.Duration
 	clients    []clientPlan
+	// readingRetryIf gives policies with RetryIf one that reads the bodies
+	// read whole; smallCuts cuts and stalls small answers as objects are
+	// (point 24, drawPrefetch).
+	readingRetryIf, smallCuts bool
 	// outage is the outage scenario's plan (sim_outage_draw_test.go); nil
 	// in other runs.
 	outage *outagePlan
@@ -450,6 +454,7 @@ func drawMixed(seed uint64) *runConfig {
 	}
 	drawStack(seed, cfg)
 	drawHold(seed, cfg)
+	drawPrefetch(seed, cfg)
 	return cfg
 }
 

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -268,7 +269,8 @@ type simAttempt struct {
 	origin  *simOrigin
 	url     string // as sent: scheme://host/path?query
 	start   time.Time
-	settled time.Time // when the base returned
+	settled time.Time // when its outcome was known: the base returned, or its answer was read whole (point 24)
+	headers time.Time // when the base returned
 	beh     behaviour
 	reached bool // the request left: a connection was had
 	status  int
@@ -295,8 +297,12 @@ type simAttempt struct {
 	// The response's header and Content-Length.
 	respHeader http.Header
 	respCL     int64
-	// back says the base has returned, with the fields above set; under
-	// run.mu (see asReturned).
+	// pre says httpretry reads its answer whole before judging it (point
+	// 24), by the sim's reading; broke, that the answer cannot arrive
+	// whole, so that the attempt is a transport error.
+	pre, broke bool
+	// back says the base has returned, with the fields above set, and an
+	// answer read whole was let go of; under run.mu (see asReturned).
 	back bool
 }
 
@@ -309,11 +315,13 @@ type simBody struct {
 	att *simAttempt
 	obj *simObject
 	ver int
+	run *simRun
+	ctx context.Context // the attempt's
 }
 
 // newBody is a body of data for attempt a, its breaks noted.
 func (run *simRun) newBody(r *http.Request, a *simAttempt, data []byte) *simBody {
-	b := &simBody{Body: fakeorigin.NewBody(r.Context(), data), att: a}
+	b := &simBody{Body: fakeorigin.NewBody(r.Context(), data), att: a, run: run, ctx: r.Context()}
 	b.OnBreak = func(err error) {
 		run.mu.Lock()
 		b.noteBreak(err)
@@ -424,18 +432,22 @@ func (s *simBase) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp, err = s.serve(r, a, o, rng)
 	}
 	a.settled = time.Now()
+	a.headers = a.settled
 	a.ctxDone = ctx.Err() != nil
 	a.err = err
 	if resp != nil {
 		a.status = resp.StatusCode
 		a.respHeader, a.respCL = resp.Header.Clone(), resp.ContentLength
+		if a.pre = run.readsWhole(sr, a, resp); a.pre {
+			a.broke = !arrivesWhole(a.resp.Body, a.respCL)
+		}
 		run.logf(sr, "attempt %d <- %d%s%s body %d%s", a.n, resp.StatusCode, raNote(a.ra), objNote(a), len(a.resp.Data),
 			cutNote(a.resp))
 	} else {
 		run.logf(sr, "attempt %d <- error: %v", a.n, err)
 	}
 	run.mu.Lock()
-	a.back = true
+	a.back = !a.pre // an answer read whole comes back when it is let go of (simBody.Close)
 	run.mu.Unlock()
 	run.kickSampler()
 	return resp, err
@@ -865,6 +877,9 @@ func (s *simBase) answer(r *http.Request, a *simAttempt, o *simOrigin, rng *rand
 	}
 	h.Set("X-Sim-Body", strconv.Itoa(body.id))
 	a.resp = body
+	if run.cfg.smallCuts && size > 0 && a.beh != bCut && !a.resume {
+		drawCut(rng, o, body, false) // small answers cut and stalled too (point 24)
+	}
 	return fakeorigin.Response(r, status, h, body, cl)
 }
 

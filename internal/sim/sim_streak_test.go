@@ -79,7 +79,7 @@ func (run *simRun) classify(sr *simReq, a *simAttempt) ocKind {
 	cut := sr.possiblyCut(a)
 	through := sr.passesThrough() // not counted at all
 	switch {
-	case a.status != 0:
+	case a.status != 0 && !a.broke: // an answer cut before it was whole is a transport error (point 24)
 		switch {
 		case a.status == http.StatusTooManyRequests:
 			if cut {

@@ -280,6 +280,13 @@ func (run *simRun) build() []http.RoundTripper {
 		cfg.inner = run.checkHedgeRetries(run.checkRetryOn(cfg.inner))
 		inner = run.form(cfg.inner)
 	}
+	if cfg.readingRetryIf {
+		for i := range cfg.policies {
+			if cfg.policies[i].RetryIf != nil {
+				cfg.policies[i].RetryIf = run.readingRetryIf
+			}
+		}
+	}
 	for i, lit := range cfg.policies {
 		// The checks read the literal; the transport may run its JSON.
 		pol := run.form(lit)
