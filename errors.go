@@ -67,6 +67,10 @@ var errOvertaken = errors.New("no response headers before a copy to another orig
 // MaxReplayBytes.
 var errBodyGone = bodyrec.ErrGone
 
+// errAnswerLost is the error of a failed answer that a held or parked
+// request kept (see hold) and whose body broke or stalled meanwhile.
+var errAnswerLost = errors.New("the failed answer's body broke while the request waited")
+
 // errBodyClosed is returned by a Read after Close.
 var errBodyClosed = bodyrec.ErrClosed
 

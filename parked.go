@@ -63,7 +63,7 @@ func (c *call) admitHedge(tg *target, now time.Time) Reason {
 func (c *call) awaitHeld(o *outcome, next *pending, p plan) (Reason, error) {
 	if o.resp != nil {
 		if _, ok := hold(o.resp); !ok {
-			o.resp, o.err = nil, errBodyGone
+			o.resp, o.err = nil, errAnswerLost
 		}
 	}
 	v, err := p.held.await(c.req.Context(), p.wait, c.policyDeadline)
@@ -239,7 +239,7 @@ func (c *call) park(o *outcome, again bool) (turn, bool) {
 func (c *call) parked(o *outcome, pk *parker) turn {
 	if o.resp != nil {
 		if _, ok := hold(o.resp); !ok {
-			o.resp, o.err = nil, errBodyGone
+			o.resp, o.err = nil, errAnswerLost
 		}
 	}
 	w, err := c.waitParked(pk)
