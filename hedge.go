@@ -195,7 +195,10 @@ func (h *hedgedRound) receive(o outcome) (outcome, bool) {
 		o, h.kept = h.kept, o
 	}
 	if o.a != nil {
-		o.a.discard(o.resp)
+		// The weaker failure is let go within the deadline: a body that
+		// stalls must not keep the request past it.
+		discardWithin(o.resp, h.drainRoom())
+		o.a.end()
 	}
 	return outcome{}, false
 }
@@ -368,7 +371,14 @@ func (h *hedgedRound) cancelLosers(winner *attempt) {
 		}
 	}
 	if h.kept.a != nil {
-		h.kept.a.discard(h.kept.resp)
+		// Within the deadline; with a winner, at once: draining a stalled
+		// failure must not keep the answer from its caller.
+		within := h.drainRoom()
+		if winner != nil {
+			within = 0
+		}
+		discardWithin(h.kept.resp, within)
+		h.kept.a.end()
 		h.kept = outcome{}
 	}
 	var back []outcome // probes that came back while the others were awaited
@@ -423,4 +433,13 @@ func (h *hedgedRound) settleProbe(o outcome) {
 	v := o.verdict()
 	v.alone = true
 	c.applyTo(tg, v)
+}
+
+// drainRoom is how long a failure the round lets go may take to drain:
+// drainTime, or nothing when that would cross the deadline.
+func (h *hedgedRound) drainRoom() time.Duration {
+	if h.c.crosses(drainTime) {
+		return 0
+	}
+	return drainTime
 }

@@ -67,6 +67,9 @@ func (c *call) awaitHeld(o *outcome, next *pending, p plan) (Reason, error) {
 		}
 	}
 	v, err := p.held.await(c.req.Context(), p.wait, c.policyDeadline)
+	if err == nil {
+		err = c.req.Context().Err() // ended at the instant the wait did
+	}
 	if err != nil {
 		return ctxReason(err), err
 	}
@@ -379,11 +382,16 @@ func (c *call) afterHeld(o *outcome, next *pending, p plan) (turn, bool) {
 }
 
 // sleepUntil waits until t (zero or past: not at all), in ctx; the
-// context's end returns its error at once.
+// context's end returns its error at once. A wait that would reach the
+// context's deadline waits for the context: its end comes first.
 func sleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
 	if t.IsZero() || d <= 0 {
 		return nil
+	}
+	if end, ok := ctx.Deadline(); ok && !t.Before(end) {
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()

@@ -38,6 +38,18 @@ func discard(resp *http.Response) {
 	closeOnce()
 }
 
+// discardWithin is discard with its drain bounded by d as well: a body
+// that would take longer to drain is closed at once.
+func discardWithin(resp *http.Response, d time.Duration) {
+	if resp != nil && resp.Body != nil && d < drainTime && drains(resp) {
+		resp.Body.Close()
+		return
+	}
+	if resp != nil {
+		discard(resp)
+	}
+}
+
 // cancelOnClose releases an attempt's context once the caller has read the
 // body to its end or closed it, as net/http's cancelTimerBody does.
 type cancelOnClose struct {
