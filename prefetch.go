@@ -103,7 +103,7 @@ func readWhole(ctx context.Context, body io.Reader, closeBody func(), watched bo
 			if got == len(buf) && err == io.EOF {
 				break
 			}
-			return got, cmp2(ctx.Err(), err)
+			return got, readErr(ctx.Err(), err)
 		}
 	}
 	var one [1]byte
@@ -113,8 +113,8 @@ func readWhole(ctx context.Context, body io.Reader, closeBody func(), watched bo
 	return got, nil
 }
 
-// cmp2 is a context's error when it ended, which is why a read failed.
-func cmp2(ctxErr, err error) error {
+// readErr is why a read failed: the context's error when it ended, else err.
+func readErr(ctxErr, err error) error {
 	if ctxErr != nil {
 		return ctxErr
 	}
