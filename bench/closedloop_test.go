@@ -18,6 +18,7 @@ func shortOutage(k OutageKind) Outage {
 
 func loopContender(t *testing.T, name string) LoopContender {
 	t.Helper()
+	skipFailsafeUnderRace(t, name)
 	c, ok := LoopContenderByName(name)
 	require.True(t, ok, name)
 	return c

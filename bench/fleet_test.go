@@ -11,6 +11,7 @@ import (
 
 func fleetLib(t *testing.T, name string) FleetLibrary {
 	t.Helper()
+	skipFailsafeUnderRace(t, name)
 	l, ok := FleetLibraryByName(name)
 	if !ok {
 		l, ok = OnsetLibraryByName(name)

@@ -14,6 +14,7 @@ import (
 
 func lib(t *testing.T, name string) Library {
 	t.Helper()
+	skipFailsafeUnderRace(t, name)
 	l, ok := LibraryByName(name)
 	if !ok && name == NameHTTPRetryNoHold {
 		l, ok = Library{Name: name, Wrap: func(base http.RoundTripper) http.RoundTripper {

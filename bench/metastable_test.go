@@ -23,6 +23,7 @@ func testMetastable(load float64, seed uint64) MetastableConfig {
 
 func metastableClient(t *testing.T, name string) MetastableClient {
 	t.Helper()
+	skipFailsafeUnderRace(t, name)
 	for _, c := range MetastableClients() {
 		if c.Name == name {
 			return c

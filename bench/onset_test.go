@@ -13,6 +13,7 @@ import (
 
 func onsetLib(t *testing.T, name string) FleetLibrary {
 	t.Helper()
+	skipFailsafeUnderRace(t, name)
 	l, ok := OnsetLibraryByName(name)
 	require.True(t, ok, name)
 	return l
@@ -211,13 +212,6 @@ func TestRunOnsetLoopPacesAndEndsAtDeadline(t *testing.T) {
 }
 
 func TestMeasureOnsetShape(t *testing.T) {
-	if raceDetector {
-		// Seen in make test: failsafe-go's retry executor, run in many
-		// synctest bubbles one after another, crashed the race runtime
-		// (a SIGSEGV in runtime.(*timer).maybeRunChan, Go 1.26.8), a
-		// fault of the runtime's, not a race report.
-		t.Skip("failsafe-go in synctest bubbles under -race crashes the runtime; run without -race")
-	}
 	// failsafe sends its 3 attempts at once: 3× in every span.
 	f, err := MeasureOnset(onsetLib(t, NameFailsafe), ShortOnsetPlan(), onsetBubble(t))
 	require.NoError(t, err)
